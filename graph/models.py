@@ -1,0 +1,163 @@
+"""The one model factory: a spec string in, a LangChain chat model out.
+
+Specs: ``openai:<model>``, ``openrouter:<model>``, ``local:smollm2`` (the
+embedded default) and ``fake[:words=N,latency_ms=N]``. Nodes never import a
+provider SDK; they ask this module.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+OPENROUTER_URL = "https://openrouter.ai/api/v1"
+DEFAULT_CONTEXT_WINDOW = 8192
+PROVIDERS = ("openai", "openrouter", "local", "fake")
+SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
+
+
+class ModelConfigError(ValueError):
+    """A model spec or its environment is wrong; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A parsed model spec."""
+
+    provider: str
+    name: str
+    params: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.name}" if self.name else self.provider
+
+
+def default_model() -> str:
+    """Pick a model from the environment: a key means that provider, else the embedded one."""
+    if os.environ.get("DEBATE_MODEL"):
+        return os.environ["DEBATE_MODEL"]
+    if os.environ.get("OPENAI_API_KEY"):
+        return "openai:gpt-4o-mini"
+    if os.environ.get("OPENROUTER_API_KEY"):
+        return "openrouter:openai/gpt-4o-mini"
+    return "local:smollm2"
+
+
+def parse_spec(spec: str) -> ModelSpec:
+    """Parse ``provider:name`` (``fake`` takes ``key=value`` parameters instead of a name)."""
+    provider, _, rest = spec.strip().partition(":")
+    if provider not in PROVIDERS:
+        raise ModelConfigError(
+            f"model {spec!r} has unknown provider {provider!r}; use one of "
+            "openai:<model>, openrouter:<model>, local:smollm2, fake[:words=N,latency_ms=N]"
+        )
+    if provider == "fake":
+        params = {}
+        for item in filter(None, rest.split(",")):
+            key, eq, value = item.partition("=")
+            if not eq or key not in ("words", "latency_ms", "structured", "fail"):
+                raise ModelConfigError(
+                    f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, "
+                    "structured=false or fail=transport|invalid"
+                )
+            params[key] = value
+        return ModelSpec("fake", "", params)
+    if not rest:
+        raise ModelConfigError(f"model {spec!r} names no model; write {provider}:<model name>")
+    if provider == "local" and rest != "smollm2":
+        raise ModelConfigError(f"local model {rest!r} is not embedded; the embedded model is local:smollm2")
+    return ModelSpec(provider, rest)
+
+
+def spec_from_config(model: str | None, provider: str | None) -> str | None:
+    """Turn the seed config's ``model`` + ``provider`` pair into one spec."""
+    if not model:
+        return None
+    if ":" in model or model == "fake":
+        return model
+    return f"{provider or 'openai'}:{model}"
+
+
+def chat_model(spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, timeout_s: float = 120) -> BaseChatModel:
+    """Return the chat model for ``spec``, built once per distinct setting."""
+    return _build(str(parse_spec(spec)) if not spec.startswith("fake") else spec, temperature, max_tokens, timeout_s)
+
+
+@lru_cache(maxsize=64)
+def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> BaseChatModel:
+    parsed = parse_spec(spec)
+    if parsed.provider == "fake":
+        from graph.fake_model import FakeChatModel
+
+        p = parsed.params
+        return FakeChatModel(
+            words=int(p.get("words", 60)),
+            latency_ms=int(p.get("latency_ms", 0)),
+            structured=p.get("structured", "true").lower() != "false",
+            fail=p.get("fail"),
+        )
+    from langchain_openai import ChatOpenAI
+
+    common: dict[str, Any] = {
+        "model": parsed.name,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "timeout": timeout_s,
+        "max_retries": 3,  # the client backs off exponentially on transport errors and 429s
+    }
+    if parsed.provider == "local":
+        from graph.local_server import ensure_server
+
+        server = ensure_server()
+        return ChatOpenAI(**common, base_url=server.base_url, api_key="embedded")
+    if parsed.provider == "openrouter":
+        key = _require_key("OPENROUTER_API_KEY", "openrouter")
+        return ChatOpenAI(**common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key)
+    key = _require_key("OPENAI_API_KEY", "openai", optional=bool(os.environ.get("OPENAI_BASE_URL")))
+    return ChatOpenAI(**common, api_key=key or "none", base_url=os.environ.get("OPENAI_BASE_URL") or None)
+
+
+def _require_key(env: str, provider: str, optional: bool = False) -> str | None:
+    key = os.environ.get(env)
+    if not key and not optional:
+        raise ModelConfigError(
+            f"{env} is not set; export it to use {provider}: models, or run offline with --model local:smollm2"
+        )
+    return key
+
+
+def context_window(spec: str, configured: int | None = None) -> int:
+    """The window budgets use: configured, else what LangChain knows of the model, else a default."""
+    if configured:
+        return configured
+    parsed = parse_spec(spec)
+    if parsed.provider == "local":
+        from graph.local_server import BUDGET_WINDOW
+
+        return BUDGET_WINDOW
+    if parsed.provider in ("openai", "openrouter"):
+        from langchain_openai import ChatOpenAI
+
+        name = parsed.name.split("/")[-1]
+        profile = ChatOpenAI(model=name, api_key="profile-only").profile or {}
+        if profile.get("max_input_tokens"):
+            return int(profile["max_input_tokens"])
+    return DEFAULT_CONTEXT_WINDOW
+
+
+def provider_of(spec: str) -> str:
+    """The provider part of a spec."""
+    return parse_spec(spec).provider
+
+
+def redact(text: str) -> str:
+    """Remove any API key from ``text`` before it is shown, logged or stored."""
+    for env in SECRET_ENV:
+        key = os.environ.get(env)
+        if key and len(key) >= 6:
+            text = text.replace(key, "[redacted]")
+    return text
