@@ -130,3 +130,31 @@ class ConversationState(TypedDict):
     """Clarification questions waiting for the user's answers."""
     solution: Solution | None
     """The judge's synthesis, once made."""
+    tasks: list[AgentTask]
+    """The calls the last planner node sent out (replaced by each planner)."""
+
+
+class AgentTask(TypedDict):
+    """One model call planned by a phase's planner and sent to its worker.
+
+    It carries the finished, budgeted prompt rather than the transcript, so
+    the task list a checkpoint keeps stays small however long the debate runs.
+    """
+
+    node: str
+    """The worker node that runs it."""
+    agent_id: str
+    role: str
+    kind: str
+    round: int
+    target: str | None
+    model: str
+    temperature: float
+    max_tokens: int
+    timeout_s: float
+    system: str
+    user: str
+    view: Any
+    """The ``TurnView`` record of what this prompt shows."""
+    extra: NotRequired[dict[str, Any]]
+    """Worker-specific material (the summary plan for ``summarize``)."""

@@ -2,7 +2,8 @@
 
 An agent's perspective is the problem's clarifications, its own proposals and
 refinements, and the critiques aimed at it, never a critique aimed at someone
-else. The judge's perspective is the clarifications and the final round's
+else. A proposal carried over from the previous refinement is left out: the
+refinement already stands for it. The judge's perspective is the clarifications and the final round's
 proposals and refinements.
 """
 
@@ -23,7 +24,9 @@ def agent_perspective(transcript: Iterable[Turn], agent_id: str) -> list[Turn]:
         if kind == "clarification":
             out.append(turn)
         elif kind in ("proposal", "refinement") and turn["speaker"] == agent_id:
-            out.append(turn)
+            # A carried-over proposal repeats the refinement it copies: show it once.
+            if not turn.get("carried_from"):
+                out.append(turn)
         elif kind == "critique" and turn["target"] == agent_id:
             out.append(turn)
     return out

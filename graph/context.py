@@ -1,0 +1,55 @@
+"""Run settings: the graph's ``context_schema``, which Studio draws as a form.
+
+Every field is optional and has a description. Empty values fall back to the
+config file (``config_file``), then to the environment, then to defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def _d(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Settings for one debate run."""
+
+    model: str = field(
+        default="",
+        metadata=_d(
+            "Model for every agent and the judge: openai:<model>, openrouter:<model>, local:smollm2 or "
+            "fake:words=N,latency_ms=N. Empty: the config file's models, else OPENAI_API_KEY / "
+            "OPENROUTER_API_KEY pick a provider, else the embedded local model."
+        ),
+    )
+    agents: str = field(
+        default="",
+        metadata=_d(
+            "Comma-separated roles to debate (architect, performance, security, testing, kiss, generalist). "
+            "Empty: the config file's agents, else architect,performance,security."
+        ),
+    )
+    rounds: int | None = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
+    config_file: str = field(default="", metadata=_d("Path to a JSON debate config in the seed schema."))
+    clarify: bool = field(default=False, metadata=_d("Ask each agent for clarifying questions first (interrupts for answers)."))
+    max_questions: int = field(default=3, metadata=_d("Most clarifying questions per agent."))
+    summarize: bool | None = field(default=None, metadata=_d("Summarize long histories. Empty: the config file's, else on."))
+    summary_method: str = field(default="", metadata=_d("Summary strategy: rolling (default) or fresh."))
+    summary_threshold: int | None = field(
+        default=None, metadata=_d("Characters of live history that fire a summary (seed default 5000).")
+    )
+    summary_max_length: int | None = field(default=None, metadata=_d("Most characters in a summary (default 2500)."))
+    trigger_ratio: float | None = field(
+        default=None, metadata=_d("Fire a summary at this share of the history budget (default 0.8).")
+    )
+    context_window: int | None = field(
+        default=None, metadata=_d("Context window in tokens. Empty: the model's known window, else 8192.")
+    )
+    max_output_tokens: int | None = field(default=None, metadata=_d("Tokens reserved for each answer (default 1024)."))
+    max_concurrency: int | None = field(
+        default=None, metadata=_d("Most model calls of one phase at once (default 8); the CLI and Python API apply it.")
+    )
+    timeout_s: float | None = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
