@@ -113,7 +113,10 @@ def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> 
         from graph.local_server import ensure_server
 
         server = ensure_server()
-        return ChatOpenAI(**common, base_url=server.base_url, api_key="embedded")
+        # llama.cpp's server ignores `max_completion_tokens`, which ChatOpenAI sends: without
+        # `max_tokens` in the body a small model can generate until the window is full.
+        limit = common.pop("max_tokens")
+        return ChatOpenAI(**common, base_url=server.base_url, api_key="embedded", extra_body={"max_tokens": limit})
     if parsed.provider == "openrouter":
         key = _require_key("OPENROUTER_API_KEY", "openrouter")
         return ChatOpenAI(**common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key)

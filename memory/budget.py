@@ -17,6 +17,7 @@ from memory.records import SummaryRecord, Turn, TurnView
 from memory.tokens import count_messages, count_tokens, truncate_to_tokens
 
 MIN_TAIL = 2
+HISTORY_HEADER = "## Recent history, verbatim"
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ def build_view(
             text, shortened = truncate_to_tokens(text, budget.summary), True
         summary_block = f"## Summary of your earlier history\n{text}"
 
-    fixed = count_messages(system, _join(summary_block, "", task))
+    fixed = count_messages(system, _join(summary_block, HISTORY_HEADER, task))
     room = budget.total - fixed
     blocks: list[tuple[Turn, str]] = []
     for turn in reversed(turns):
@@ -129,11 +130,17 @@ def build_view(
 
     while True:
         history = "\n\n".join(b for _, b in blocks)
-        history_block = f"## Recent history, verbatim\n{history}" if history else ""
+        history_block = f"{HISTORY_HEADER}\n{history}" if history else ""
         user = _join(summary_block, history_block, task)
         tokens = count_messages(system, user)
         if tokens <= budget.total or not blocks:
             break
+        if len(blocks) == 1:  # the last turn left: shorten it by the overshoot rather than drop it
+            turn, block = blocks[0]
+            limit = count_tokens(block) - (tokens - budget.total) - 2
+            if limit > 32:
+                blocks[0], shortened = (turn, truncate_to_tokens(block, limit)), True
+                continue
         blocks.pop(0)
     if tokens > budget.total:
         user = truncate_to_tokens(user, budget.total - count_messages(system, ""))

@@ -1,0 +1,83 @@
+"""Summary triggers and guards: the seed plan's cases as plain-function tests."""
+
+from __future__ import annotations
+
+from memory import SummarizationSettings, decide, make_budget
+from tests.conftest import make_turn
+from tests.test_budget import summary
+
+BUDGET = make_budget(2048 + 512, 512)  # history budget: summary + recent = 1536 tokens
+SETTINGS = SummarizationSettings(threshold=0, min_turns=2, cooldown_turns=4)
+
+
+def turns_of(tokens_each: int, count: int, start: int = 0):
+    return [make_turn(start + i, content="tok " * tokens_each) for i in range(count)]
+
+
+def test_fires_exactly_when_usage_crosses_the_ratio() -> None:
+    history = BUDGET.history
+    below = turns_of(int(history * 0.78 / 4), 4)
+    above = turns_of(int(history * 0.82 / 4), 4)
+    assert not decide(below, None, SETTINGS, history).fire
+    decision = decide(above, None, SETTINGS, history)
+    assert decision.fire and "token_ratio" in decision.reason
+
+
+def test_a_burst_crossing_the_threshold_gives_one_summary() -> None:
+    burst = turns_of(int(BUDGET.history * 0.9 / 5), 5)
+    first = decide(burst, None, SETTINGS, BUDGET.history)
+    assert first.fire
+    # Once summarized, the same burst is covered: the next check sees only the summary.
+    after = summary("short summary " * 10)
+    assert not decide([], after, SETTINGS, BUDGET.history).fire
+
+
+def test_hysteresis_stops_a_second_summary_after_a_small_burst() -> None:
+    history = BUDGET.history
+    heavy = summary("word " * int(history * 0.75))  # the summary left usage above the 0.7 reset
+    small_burst = turns_of(int(history * 0.04), 2)
+    decision = decide(small_burst, heavy, SETTINGS, history)
+    assert decision.ratio >= SETTINGS.trigger_ratio
+    assert not decision.fire and "cooldown" in decision.reason
+
+
+def test_rearmed_below_reset_ratio_fires_inside_the_cooldown() -> None:
+    history = BUDGET.history
+    light = summary("word " * int(history * 0.3))
+    burst = turns_of(int(history * 0.3), 2)
+    assert decide(burst, light, SETTINGS, history).fire
+
+
+def test_emergency_ignores_the_cooldown() -> None:
+    history = BUDGET.history
+    heavy = summary("word " * int(history * 0.75))
+    flood = turns_of(int(history * 0.2), 2)
+    decision = decide(flood, heavy, SETTINGS, history)
+    assert decision.ratio >= 1.0
+    assert decision.fire and decision.reason.startswith("emergency")
+
+
+def test_depth_guard_halts_the_chain() -> None:
+    deep = summary("word " * 50)
+    deep["depth"] = 3
+    decision = decide(turns_of(400, 6), deep, SETTINGS.merged({"maxSummaryChainDepth": 3}), BUDGET.history)
+    assert not decision.fire and decision.depth_capped
+
+
+def test_character_threshold_and_every_n_turns() -> None:
+    chars = SummarizationSettings(threshold=500, trigger_ratio=2.0, reset_ratio=0.5)
+    assert "chars" in decide(turns_of(50, 3), None, chars, 100_000).reason
+    every = SummarizationSettings(threshold=0, trigger_ratio=2.0, reset_ratio=0.5, every_n_turns=5)
+    assert not decide(turns_of(1, 4), None, every, 100_000).fire
+    assert decide(turns_of(1, 5), None, every, 100_000).fire
+
+
+def test_minimum_turns_and_disabled() -> None:
+    assert not decide(turns_of(2000, 1), None, SETTINGS, BUDGET.history).fire
+    assert decide(turns_of(2000, 1), None, SETTINGS.merged({"enabled": False}), 10).reason == "disabled"
+
+
+def test_agent_settings_merge_field_by_field() -> None:
+    debate = SummarizationSettings.model_validate({"threshold": 5000, "maxLength": 2500, "method": "length-based"})
+    agent = debate.merged({"threshold": 8000})
+    assert (agent.threshold, agent.max_length, agent.method) == (8000, 2500, "fresh")
