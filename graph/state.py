@@ -37,12 +37,9 @@ def merge_round_summaries(
     return out
 
 
-def merge_questions(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
+def merge_questions(current: list[Any], update: list[Any]) -> list[Any]:
     """Collect clarification questions from parallel agents; an empty list clears them."""
-    out = list(current)
-    for batch in writes:
-        out = [] if not batch else out + list(batch)
-    return out
+    return [*current, *update] if update else []
 
 
 class AgentProfile(TypedDict):
@@ -95,6 +92,7 @@ class OutputState(TypedDict):
     problem: str
     transcript: list[Turn]
     summaries: dict[str, dict[str, SummaryRecord]]
+    summary_log: list[SummaryRecord]
     judge_summary: SummaryRecord | None
     solution: Solution | None
 

@@ -13,9 +13,10 @@ from memory import Turn, count_tokens
 
 @pytest.fixture(autouse=True)
 def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
-    """Blank every provider key and point the default database into the test's folder."""
-    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL", "DEBATE_MODEL"):
+    """Blank every provider key, default to the fake model, keep the database in the test's folder."""
+    for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DEBATE_MODEL", "fake")  # a test that forgets a model never starts the local one
     monkeypatch.setenv("DEBATE_DB", str(tmp_path / "debates.sqlite"))
 
 
