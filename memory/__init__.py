@@ -9,7 +9,7 @@ from memory.settings import SummarizationSettings
 from memory.strategies import STRATEGIES, Plan, Strategy, get_strategy
 from memory.summarizer import ModelInfo, StructuredSummary, SummaryRequest, is_transport_error, summarize
 from memory.tokens import count_messages, count_tokens, truncate_to_tokens
-from memory.triggers import Decision, decide
+from memory.triggers import Decision, decide, verbatim_limit
 
 __all__ = [
     "JUDGE_ID",
@@ -50,4 +50,5 @@ __all__ = [
     "summarize_messages",
     "truncate_to_tokens",
     "uncovered",
+    "verbatim_limit",
 ]

@@ -95,6 +95,7 @@ def build_view(
     budget: Budget,
     render: Render = render_turn,
     min_tail: int = MIN_TAIL,
+    max_turns: int | None = None,
 ) -> View:
     """Assemble a prompt from its parts within ``budget``, newest history first."""
     shortened = False
@@ -115,7 +116,8 @@ def build_view(
     fixed = count_messages(system, _join(summary_block, HISTORY_HEADER, task))
     room = budget.total - fixed
     blocks: list[tuple[Turn, str]] = []
-    for turn in reversed(turns):
+    newest = turns if max_turns is None else turns[len(turns) - max_turns :] if max_turns else []
+    for turn in reversed(newest):
         block = render(turn)
         cost = count_tokens(block) + 2
         if cost > room:

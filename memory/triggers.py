@@ -80,3 +80,27 @@ def decide(
     if emergency:
         reason = f"emergency: {reason}"
     return Decision(True, reason, ratio, tokens)
+
+
+def verbatim_limit(
+    fresh_turns: Sequence[Turn],
+    summary: SummaryRecord | None,
+    settings: SummarizationSettings,
+    history_budget: int,
+    floor: int = 2,
+) -> int | None:
+    """Past the depth cap, how many newest turns a view may still show verbatim.
+
+    With no more summaries allowed, the tail shrinks until summary + tail is
+    back under the trigger, never below ``floor`` turns. None: no limit.
+    """
+    if not settings.enabled or summary is None or settings.method != "rolling" or summary["depth"] < settings.max_depth:
+        return None
+    room = settings.trigger_ratio * history_budget - summary["tokens_after"]
+    kept = 0
+    for turn in reversed(fresh_turns):
+        room -= turn["tokens"]
+        if room < 0:
+            break
+        kept += 1
+    return max(kept, floor)

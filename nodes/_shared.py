@@ -21,6 +21,7 @@ from graph.models import chat_model, context_window
 from graph.state import AgentProfile, AgentTask, ConversationState
 from memory import (
     Budget,
+    SummarizationSettings,
     Turn,
     build_view,
     count_tokens,
@@ -28,6 +29,7 @@ from memory import (
     make_budget,
     perspective_for,
     uncovered,
+    verbatim_limit,
 )
 from memory.summarizer import usage_of
 from prompts import load_prompt, read_prompt_file
@@ -79,12 +81,15 @@ def agent_task(
         for t in uncovered(perspective_for(transcript, profile["id"], state.get("rounds", round_no)), summary)
         if t["id"] not in skip
     ]
+    budget = budget_of(profile, plan)
+    settings = SummarizationSettings.model_validate(profile["summarization"])
     view = build_view(
         system_prompt=system_prompt(profile),
         task=task,
         summary=summary,
         turns=history,
-        budget=budget_of(profile, plan),
+        budget=budget,
+        max_turns=verbatim_limit(history, summary, settings, budget.history),
     )
     return AgentTask(
         node=node,
