@@ -23,12 +23,16 @@ from graph import Context, compile_debate  # noqa: E402
 from graph.report import totals  # noqa: E402
 
 
-def run(context: Context, *, checkpointer: Any = None, stream: bool = False) -> tuple[dict[str, Any], list[tuple[float, dict[str, Any]]]]:
+def run(
+    context: Context, *, checkpointer: Any = None, stream: bool = False
+) -> tuple[dict[str, Any], list[tuple[float, dict[str, Any]]]]:
     graph = compile_debate(checkpointer=checkpointer)
     config = {"configurable": {"thread_id": "bench"}, "max_concurrency": 16, "recursion_limit": 10_000}
     events: list[tuple[float, dict[str, Any]]] = []
     if not stream:
-        return graph.invoke({"problem": "Design a rate limiter for api_gateway.py at 1000 rps."}, config, context=context), events
+        return graph.invoke(
+            {"problem": "Design a rate limiter for api_gateway.py at 1000 rps."}, config, context=context
+        ), events
     for event in graph.stream({"problem": "Design a rate limiter"}, config, context=context, stream_mode="custom"):
         events.append((time.perf_counter(), event))
     return graph.get_state(config).values, events
@@ -36,14 +40,18 @@ def run(context: Context, *, checkpointer: Any = None, stream: bool = False) -> 
 
 def bench_concurrency() -> None:
     latency = 0.5
-    _, events = run(Context(model="fake:latency_ms=500", agents="architect,performance,security,testing", rounds=1), stream=True)
+    _, events = run(
+        Context(model="fake:latency_ms=500", agents="architect,performance,security,testing", rounds=1), stream=True
+    )
     starts = {e["phase"]: t for t, e in events if e.get("event") == "phase_started"}
     critique = starts["refine"] - starts["critique"]
     calls = sum(1 for _, e in events if e.get("event") == "contribution" and e["kind"] == "critique")
     print("## Concurrency: one critique phase, 4 agents, fake:latency_ms=500\n")
     print("| calls | phase time (s) | one call (s) | phase / one call | sequential would be |")
     print("|---|---|---|---|---|")
-    print(f"| {calls} | {critique:.2f} | {latency:.2f} | {critique / latency:.2f}x | {calls * latency:.1f} s ({calls}x) |\n")
+    print(
+        f"| {calls} | {critique:.2f} | {latency:.2f} | {critique / latency:.2f}x | {calls * latency:.1f} s ({calls}x) |\n"
+    )
 
 
 def cost(values: dict[str, Any]) -> tuple[int, int, int]:
@@ -57,21 +65,31 @@ def cost(values: dict[str, Any]) -> tuple[int, int, int]:
 
 def bench_summaries(rounds_list: list[int]) -> None:
     print("## Summarization: 3 agents, fake:words=300, budget = 8192 window - 1024 output = 7168 tokens\n")
-    print("| R | mode | largest prompt | within budget | total tokens | summarizer tokens | summaries | vs full | rolling vs fresh |")
+    print(
+        "| R | mode | largest prompt | within budget | total tokens | summarizer tokens | summaries | vs full | rolling vs fresh |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     agents = "architect,performance,security"
     for rounds in rounds_list:
-        full, _ = run(Context(model="fake:words=300", agents=agents, rounds=rounds, summarize=False, context_window=10_000_000))
+        full, _ = run(
+            Context(model="fake:words=300", agents=agents, rounds=rounds, summarize=False, context_window=10_000_000)
+        )
         base = cost(full)
         results = {"full history": (base, 0, None)}
         for method in ("fresh", "rolling"):
-            values, _ = run(Context(model="fake:words=300", agents=agents, rounds=rounds, summary_method=method, context_window=8192))
+            values, _ = run(
+                Context(
+                    model="fake:words=300", agents=agents, rounds=rounds, summary_method=method, context_window=8192
+                )
+            )
             results[method] = (cost(values), len(values["summary_log"]), values)
         fresh_total = results["fresh"][0][1]
         for mode, ((largest, total, summ), count, _) in results.items():
             within = "yes" if largest <= 7168 else "no"
             vs_fresh = f"{total / fresh_total:.2f}x" if mode == "rolling" else ""
-            print(f"| {rounds} | {mode} | {largest} | {within} | {total} | {summ} | {count} | {total / base[1]:.2f}x | {vs_fresh} |")
+            print(
+                f"| {rounds} | {mode} | {largest} | {within} | {total} | {summ} | {count} | {total / base[1]:.2f}x | {vs_fresh} |"
+            )
     print()
 
 
@@ -86,7 +104,10 @@ def bench_checkpoints(rounds_list: list[int]) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = f"{tmp}/b.sqlite"
             conn = sqlite3.connect(path, check_same_thread=False)
-            values, _ = run(Context(model="fake:words=300", agents="architect,performance,security", rounds=rounds), checkpointer=SqliteSaver(conn))
+            values, _ = run(
+                Context(model="fake:words=300", agents="architect,performance,security", rounds=rounds),
+                checkpointer=SqliteSaver(conn),
+            )
             conn.execute("VACUUM")
             conn.close()
             size = os.path.getsize(path)
@@ -94,7 +115,9 @@ def bench_checkpoints(rounds_list: list[int]) -> None:
         text = sum(len(t["content"]) for t in values["transcript"])
         per_turn = size / turns
         first = first or per_turn
-        print(f"| {rounds} | {turns} | {text / 1e6:.2f} | {size / 1e6:.2f} | {per_turn:,.0f} | {per_turn / first:.2f}x |")
+        print(
+            f"| {rounds} | {turns} | {text / 1e6:.2f} | {size / 1e6:.2f} | {per_turn:,.0f} | {per_turn / first:.2f}x |"
+        )
     print()
 
 

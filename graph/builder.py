@@ -1,8 +1,8 @@
 """The debate graph, assembled in one place, top to bottom like the debate itself.
 
-    setup -> [clarify x N -> collect_answers] -> plan_round -> [summarize x K]
-      -> plan_proposals -> propose x N -> plan_critiques -> critique x N(N-1)
-      -> plan_refinements -> refine x N -> plan_round -> ... -> synthesize
+setup -> [clarify x N -> collect_answers] -> plan_round -> [summarize x K]
+  -> plan_proposals -> propose x N -> plan_critiques -> critique x N(N-1)
+  -> plan_refinements -> refine x N -> plan_round -> ... -> synthesize
 """
 
 from __future__ import annotations
@@ -38,13 +38,21 @@ from nodes import (
 )
 
 
-def build_graph() -> StateGraph:
+def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputState]:
     """Wire the debate's nodes and edges (uncompiled)."""
     builder = StateGraph(ConversationState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
-    for node in (setup, clarify, collect_answers, plan_round, summarize, plan_proposals, propose):
-        builder.add_node(node)
-    for node in (plan_critiques, critique, plan_refinements, refine, synthesize):
-        builder.add_node(node)
+    builder.add_node(setup)
+    builder.add_node(clarify)  # type: ignore[call-overload,arg-type]  # a Send worker's own input
+    builder.add_node(collect_answers)
+    builder.add_node(plan_round)
+    builder.add_node(summarize)  # type: ignore[call-overload,arg-type]  # a Send worker's own input
+    builder.add_node(plan_proposals)
+    builder.add_node(propose)  # type: ignore[call-overload,arg-type]  # a Send worker's own input
+    builder.add_node(plan_critiques)
+    builder.add_node(critique)  # type: ignore[call-overload,arg-type]  # a Send worker's own input
+    builder.add_node(plan_refinements)
+    builder.add_node(refine)  # type: ignore[call-overload,arg-type]  # a Send worker's own input
+    builder.add_node(synthesize)
 
     builder.add_edge(START, "setup")
     builder.add_conditional_edges("setup", after_setup, ["clarify", "plan_round"])
@@ -65,7 +73,9 @@ def build_graph() -> StateGraph:
     return builder
 
 
-def compile_debate(checkpointer: Any = None, store: Any = None, **kwargs: Any) -> CompiledStateGraph:
+def compile_debate(
+    checkpointer: Any = None, store: Any = None, **kwargs: Any
+) -> CompiledStateGraph[ConversationState, Context, InputState, OutputState]:
     """Compile the debate with the checkpointer and store a caller passes (in-memory by default).
 
     ``checkpointer=False`` compiles without one, as ``langgraph dev`` needs.
@@ -74,9 +84,7 @@ def compile_debate(checkpointer: Any = None, store: Any = None, **kwargs: Any) -
         from langgraph.checkpoint.memory import InMemorySaver
 
         checkpointer = InMemorySaver()
-    return build_graph().compile(
-        checkpointer=checkpointer or None, store=store, name="debate", **kwargs
-    )
+    return build_graph().compile(checkpointer=checkpointer or None, store=store, name="debate", **kwargs)
 
 
 graph = compile_debate(checkpointer=False)

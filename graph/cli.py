@@ -15,8 +15,9 @@ import time
 import uuid
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from graph.builder import compile_debate
@@ -46,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help="JSON config file (the seed schema)")
     run.add_argument("--agents", help="comma-separated roles, e.g. architect,security")
     run.add_argument("--rounds", type=int, help="number of rounds (>= 1)")
-    run.add_argument("--model", help="model for every agent and the judge (openai:..., openrouter:..., local:smollm2, fake)")
+    run.add_argument(
+        "--model", help="model for every agent and the judge (openai:..., openrouter:..., local:smollm2, fake)"
+    )
     run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
     run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
     run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
@@ -64,7 +67,9 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--output", help="write the final state as JSON here")
         p.add_argument("--report", help="write a Markdown report here")
     for p in (run, show, resume, lst):
-        p.add_argument("--db", default=None, help=f"checkpoint database: a path or postgresql://... (default {default_db()})")
+        p.add_argument(
+            "--db", default=None, help=f"checkpoint database: a path or postgresql://... (default {default_db()})"
+        )
     for p in (run, resume):
         p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return parser
@@ -78,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         return {"run": _run, "resume": _resume, "show": _show, "list": _list}[args.command](args)
     except (UserError, ConfigError, ModelConfigError, StorageError) as exc:
         problems = getattr(exc, "problems", None) or [str(exc)]
-        print("error: " + "\n  ".join(["invalid input:", *problems] if len(problems) > 1 else problems), file=sys.stderr)
+        print(
+            "error: " + "\n  ".join(["invalid input:", *problems] if len(problems) > 1 else problems), file=sys.stderr
+        )
         return EXIT_INPUT
     except SummarizationAborted as exc:
         return _fail(EXIT_SUMMARY, str(exc), args)
@@ -146,7 +153,9 @@ def _run(args: argparse.Namespace) -> int:
         graph = compile_debate(checkpointer=saver)
         config = _config(args.thread_id, context, started=time.time())
         if graph.get_state(config).values:
-            raise UserError(f"thread {args.thread_id} already exists; use `debate resume {args.thread_id}` or another --thread-id")
+            raise UserError(
+                f"thread {args.thread_id} already exists; use `debate resume {args.thread_id}` or another --thread-id"
+            )
         print(f"debate {args.thread_id}", file=sys.stderr)
         values = _drive(graph, {"problem": problem}, config, context, args.quiet)
         return _finish(values, args)
@@ -155,21 +164,22 @@ def _run(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     with open_checkpointer(args.db or default_db()) as saver:
         graph = compile_debate(checkpointer=saver)
-        base = {"configurable": {"thread_id": args.thread}}
+        base: RunnableConfig = {"configurable": {"thread_id": args.thread}}
         snapshot = graph.get_state(base)
         if not snapshot.values:
             raise UserError(f"no debate {args.thread!r} in {args.db or default_db()}; see `debate list`")
-        saved = (snapshot.metadata or {}).get("debate_context") or {}
+        saved = cast(dict[str, Any], (snapshot.metadata or {}).get("debate_context") or {})
         context = Context(**{k: v for k, v in saved.items() if k in Context.__dataclass_fields__})
         if not snapshot.next:
             print(f"debate {args.thread} is already finished", file=sys.stderr)
             return _finish(snapshot.values, args)
-        config = _config(args.thread, context, started=(snapshot.metadata or {}).get("started_at", time.time()))
+        started = cast(float, (snapshot.metadata or {}).get("started_at") or time.time())
+        config = _config(args.thread, context, started=started)
         values = _drive(graph, None, config, context, args.quiet)
         return _finish(values, args)
 
 
-def _config(thread: str, context: Context, started: float) -> dict[str, Any]:
+def _config(thread: str, context: Context, started: float) -> RunnableConfig:
     plan = resolve(context)
     return {
         "configurable": {"thread_id": thread},
@@ -179,7 +189,7 @@ def _config(thread: str, context: Context, started: float) -> dict[str, Any]:
     }
 
 
-def _drive(graph: Any, payload: Any, config: dict[str, Any], context: Context, quiet: bool) -> dict[str, Any]:
+def _drive(graph: Any, payload: Any, config: RunnableConfig, context: Context, quiet: bool) -> dict[str, Any]:
     """Stream the graph to the end, answering clarification interrupts at the terminal."""
     progress = Progress(quiet)
     while True:
@@ -228,7 +238,10 @@ def _show(args: argparse.Namespace) -> int:
     if not snapshot.values:
         raise UserError(f"no debate {args.thread!r}; see `debate list`")
     values = snapshot.values
-    print(f"thread {args.thread}: {_status(snapshot)}, round {values.get('round', 0)}/{values.get('rounds', '?')}", file=sys.stderr)
+    print(
+        f"thread {args.thread}: {_status(snapshot)}, round {values.get('round', 0)}/{values.get('rounds', '?')}",
+        file=sys.stderr,
+    )
     return _finish(values, args)
 
 
@@ -247,7 +260,7 @@ def _list(args: argparse.Namespace) -> int:
         for thread in thread_ids(saver):
             snapshot = graph.get_state({"configurable": {"thread_id": thread}})
             values, meta = snapshot.values, snapshot.metadata or {}
-            started = meta.get("started_at")
+            started = cast(float | None, meta.get("started_at"))
             rows.append(
                 (
                     thread,
@@ -279,7 +292,11 @@ class Progress:
             self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
         if self.quiet:
             return
-        where = f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]" if "rounds" in event else f"[round {event.get('round', '-')}]"
+        where = (
+            f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]"
+            if "rounds" in event
+            else f"[round {event.get('round', '-')}]"
+        )
         if kind == "debate_started":
             line = f"agents: {', '.join(event['agents'])}; {event['rounds']} round(s)"
         elif kind == "phase_started":

@@ -152,7 +152,7 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
         seen.add(ident)
         problems += _check_entry(f"agents[{i}]", agent, parsed.debate.summarization)
     if parsed.agents and not any(a.enabled for a in parsed.agents):
-        problems.append("agents: no agent is enabled; set \"enabled\": true on at least one")
+        problems.append('agents: no agent is enabled; set "enabled": true on at least one')
     if parsed.judge is not None:
         problems += _check_entry("judge", parsed.judge, parsed.debate.summarization)
     try:

@@ -34,9 +34,13 @@ class Context:
     )
     rounds: int | None = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
     config_file: str = field(default="", metadata=_d("Path to a JSON debate config in the seed schema."))
-    clarify: bool = field(default=False, metadata=_d("Ask each agent for clarifying questions first (interrupts for answers)."))
+    clarify: bool = field(
+        default=False, metadata=_d("Ask each agent for clarifying questions first (interrupts for answers).")
+    )
     max_questions: int = field(default=3, metadata=_d("Most clarifying questions per agent."))
-    summarize: bool | None = field(default=None, metadata=_d("Summarize long histories. Empty: the config file's, else on."))
+    summarize: bool | None = field(
+        default=None, metadata=_d("Summarize long histories. Empty: the config file's, else on.")
+    )
     summary_method: str = field(default="", metadata=_d("Summary strategy: rolling (default) or fresh."))
     summary_threshold: int | None = field(
         default=None, metadata=_d("Characters of live history that fire a summary (seed default 5000).")

@@ -25,11 +25,45 @@ from pydantic import BaseModel
 
 from memory.tokens import count_tokens
 
-VOCABULARY = (
-    "cache queue shard replica token bucket window quota latency throughput retry backoff "
-    "idempotent schema index partition lease lock timeout budget metric alert rollout canary "
-    "fallback circuit breaker gateway service store log audit policy key rotation limit burst"
-).split()
+VOCABULARY = [
+    "cache",
+    "queue",
+    "shard",
+    "replica",
+    "token",
+    "bucket",
+    "window",
+    "quota",
+    "latency",
+    "throughput",
+    "retry",
+    "backoff",
+    "idempotent",
+    "schema",
+    "index",
+    "partition",
+    "lease",
+    "lock",
+    "timeout",
+    "budget",
+    "metric",
+    "alert",
+    "rollout",
+    "canary",
+    "fallback",
+    "circuit",
+    "breaker",
+    "gateway",
+    "service",
+    "store",
+    "log",
+    "audit",
+    "policy",
+    "key",
+    "rotation",
+    "limit",
+    "burst",
+]
 IDENTIFIER = re.compile(r"\b(?:[A-Za-z_][\w-]*\.(?:py|ts|go|json|md|yaml|sql)|[A-Za-z]+_[\w]+|\d{2,}(?:\.\d+)*)\b")
 
 

@@ -63,7 +63,8 @@ class LocalServer:
                 "llama-cpp-python is not installed; run `pip install -e '.[local]'` (it compiles, ~7 min once)"
             )
         self.port = port
-        self.log = tempfile.NamedTemporaryFile(prefix="debate-llama-", suffix=".log", delete=False)
+        # The server writes to this log for its whole life; it is read back when start-up fails.
+        self.log = tempfile.NamedTemporaryFile(prefix="debate-llama-", suffix=".log", delete=False)  # noqa: SIM115
         cmd = [
             sys.executable, "-m", "llama_cpp.server",
             "--model", str(model), "--host", "127.0.0.1", "--port", str(port),

@@ -60,9 +60,9 @@ def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver]:
     except (OSError, sqlite3.Error) as exc:
         raise StorageError(f"cannot open the debate database {path}: {exc}; pass --db PATH") from None
     try:
-        saver = SqliteSaver(conn)
-        saver.setup()
-        yield saver
+        sqlite_saver = SqliteSaver(conn)
+        sqlite_saver.setup()
+        yield sqlite_saver
     finally:
         conn.close()
 

@@ -36,9 +36,13 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def totals(transcript: list[dict[str, Any]], summary_log: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
+def totals(
+    transcript: list[dict[str, Any]], summary_log: list[dict[str, Any]]
+) -> dict[tuple[str, str], dict[str, int]]:
     """Tokens, calls and latency per (speaker, phase), summaries included."""
-    out: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {"calls": 0, "input": 0, "output": 0, "latency_ms": 0})
+    out: dict[tuple[str, str], dict[str, int]] = defaultdict(
+        lambda: {"calls": 0, "input": 0, "output": 0, "latency_ms": 0}
+    )
     for turn in transcript:
         if turn.get("model") is None and turn["kind"] != "clarification":
             continue
@@ -82,11 +86,21 @@ def render_report(values: dict[str, Any]) -> str:
                 who = f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
                 note = " (carried over from the previous refinement)" if turn.get("carried_from") else ""
                 seen = turn.get("view") or {}
-                audit = f" · saw {len(seen.get('turn_ids', []))} turns, summary {seen.get('summary_id') or 'none'}, {seen.get('prompt_tokens', 0)} prompt tokens" if seen else ""
+                audit = (
+                    f" · saw {len(seen.get('turn_ids', []))} turns, summary {seen.get('summary_id') or 'none'}, {seen.get('prompt_tokens', 0)} prompt tokens"
+                    if seen
+                    else ""
+                )
                 lines += [f"#### {who}{note}", "", f"*{turn['tokens']} tokens{audit}*", "", _quote(turn["content"]), ""]
     log = values.get("summary_log", [])
     if log:
-        lines += ["", "## Summaries", "", "| id | agent | round | depth | strategy | reason | tokens before → after | status |", "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Summaries",
+            "",
+            "| id | agent | round | depth | strategy | reason | tokens before → after | status |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for s in log:
             lines.append(
                 f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s['strategy']} | {_cell(s['reason'])} "
@@ -99,14 +113,27 @@ def render_report(values: dict[str, Any]) -> str:
     lines += ["", "## Final solution", ""]
     if solution:
         lines.append(_quote(solution["description"]))
-        for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"), ("Recommendations", "recommendations"), ("Open risks", "open_risks")):
+        for title, key in (
+            ("Key decisions", "key_decisions"),
+            ("Trade-offs", "trade_offs"),
+            ("Recommendations", "recommendations"),
+            ("Open risks", "open_risks"),
+        ):
             if solution.get(key):
                 lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
         if solution.get("structured"):
             lines += ["", f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}"]
     else:
         lines.append("*No solution yet: the debate did not finish.*")
-    lines += ["", "## Tokens and latency", "", "| agent | phase | calls | input tokens | output tokens | latency (s) |", "|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Tokens and latency",
+        "",
+        "| agent | phase | calls | input tokens | output tokens | latency (s) |",
+        "|---|---|---|---|---|---|",
+    ]
     for (speaker, phase), row in sorted(totals(transcript, log).items()):
-        lines.append(f"| {speaker} | {phase} | {row['calls']} | {row['input']} | {row['output']} | {row['latency_ms'] / 1000:.1f} |")
+        lines.append(
+            f"| {speaker} | {phase} | {row['calls']} | {row['input']} | {row['output']} | {row['latency_ms'] / 1000:.1f} |"
+        )
     return "\n".join(lines) + "\n"

@@ -8,11 +8,10 @@ the debate instead of quadratically.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal
-
-from typing_extensions import NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
 
 from langgraph.channels import DeltaChannel
+from typing_extensions import TypedDict
 
 from memory.records import SummaryRecord, Turn
 

@@ -3,7 +3,14 @@
 from memory.budget import Budget, BudgetSplit, View, build_view, make_budget, render_turn
 from memory.facets import clip_at_boundary, merge_facets, render_summary
 from memory.messages import find_safe_split, make_pre_model_hook, summarize_messages
-from memory.perspective import JUDGE_ID, agent_perspective, judge_perspective, latest_summary, perspective_for, uncovered
+from memory.perspective import (
+    JUDGE_ID,
+    agent_perspective,
+    judge_perspective,
+    latest_summary,
+    perspective_for,
+    uncovered,
+)
 from memory.records import SummaryFacets, SummaryRecord, Turn, TurnView, Usage
 from memory.settings import SummarizationSettings
 from memory.strategies import STRATEGIES, Plan, Strategy, get_strategy

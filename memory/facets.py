@@ -8,6 +8,7 @@ full.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from memory.records import SummaryFacets
 
@@ -41,7 +42,8 @@ def merge_facets(old: SummaryFacets | None, new: SummaryFacets) -> SummaryFacets
     merged = empty_facets()
     for name, cap in FACET_CAPS.items():
         seen: dict[str, str] = {}
-        for item in [*(old or {}).get(name, []), *new.get(name, [])]:  # type: ignore[misc]
+        before = cast(dict[str, list[str]], old or {}).get(name, [])
+        for item in [*before, *cast(dict[str, list[str]], new).get(name, [])]:
             item = " ".join(str(item).split())
             key = item.casefold()
             if item:
@@ -76,7 +78,7 @@ def render_summary(narrative: str, facets: SummaryFacets, max_length: int) -> st
     """
     lines: list[str] = []
     for name, title in FACET_TITLES.items():
-        items = facets.get(name, [])  # type: ignore[misc]
+        items = cast(dict[str, list[str]], facets).get(name, [])
         if not items:
             continue
         if name in ("domain_entities", "participants"):

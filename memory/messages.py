@@ -30,8 +30,9 @@ def find_safe_split(messages: Sequence[AnyMessage], keep_last: int) -> int:
     for i, message in enumerate(messages):
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                if call.get("id"):
-                    call_index[call["id"]] = i
+                call_id = call.get("id")
+                if call_id:
+                    call_index[call_id] = i
     while True:
         earliest = start
         for message in messages[start:]:

@@ -37,8 +37,7 @@ def judge_perspective(transcript: Sequence[Turn], final_round: int) -> list[Turn
     return [
         t
         for t in transcript
-        if t["kind"] == "clarification"
-        or (t["round"] == final_round and t["kind"] in ("proposal", "refinement"))
+        if t["kind"] == "clarification" or (t["round"] == final_round and t["kind"] in ("proposal", "refinement"))
     ]
 
 

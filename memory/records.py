@@ -7,9 +7,9 @@ classes with the serializer, and they are JSON as they stand.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 TurnKind = Literal["clarification", "proposal", "critique", "refinement", "synthesis", "message"]
 

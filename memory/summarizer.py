@@ -12,10 +12,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
 from memory.budget import Budget, build_view
@@ -185,13 +186,13 @@ def summarize(
 
 def _call(model: BaseChatModel, messages: list[Any]) -> tuple[str, SummaryFacets, bool, Usage | None]:
     # The summarizer's tokens must stay out of the `messages` stream.
-    config = {"tags": ["nostream", "summarizer"]}
+    config: RunnableConfig = {"tags": ["nostream", "summarizer"]}
     try:
         runnable = model.with_structured_output(StructuredSummary, method="function_calling", include_raw=True)
     except NotImplementedError:
         reply = model.invoke(messages, config=config)
         return str(reply.content).strip(), empty_facets(), False, usage_of(reply)
-    out = runnable.invoke(messages, config=config)
+    out = cast(dict[str, Any], runnable.invoke(messages, config=config))
     if out.get("parsing_error") is not None or out.get("parsed") is None:
         raise ValueError(f"invalid summary output: {out.get('parsing_error') or 'nothing parsed'}")
     parsed: StructuredSummary = out["parsed"]

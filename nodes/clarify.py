@@ -48,7 +48,9 @@ def collect_answers(state: ConversationState) -> dict[str, Any]:
     turns = []
     for q in asked:
         answers = _answers_for(resume, q["agent_id"], len(q["questions"]))
-        content = "\n".join(f"Q: {question}\nA: {answer}" for question, answer in zip(q["questions"], answers))
+        content = "\n".join(
+            f"Q: {question}\nA: {answer}" for question, answer in zip(q["questions"], answers, strict=False)
+        )
         turns.append(
             Turn(
                 id=f"clarification:r0:{q['agent_id']}",

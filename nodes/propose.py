@@ -26,14 +26,22 @@ def plan_proposals(state: ConversationState, runtime: Runtime[Context]) -> dict[
         refined = latest_of(state, "refinement", round_no - 1)
         carried = [
             Turn(
-                **{**refined[a["id"]], "id": f"proposal:r{round_no}:{a['id']}", "kind": "proposal", "round": round_no},
-                carried_from=refined[a["id"]]["id"],
+                **{
+                    **refined[a["id"]],
+                    "id": f"proposal:r{round_no}:{a['id']}",
+                    "kind": "proposal",
+                    "round": round_no,
+                    "model": None,
+                    "usage": None,
+                    "view": None,
+                    "latency_ms": 0,
+                    "created_at": time.time(),
+                    "carried_from": refined[a["id"]]["id"],
+                }
             )
             for a in state["agents"]
             if a["id"] in refined
         ]
-        for turn in carried:
-            turn.update(model=None, usage=None, view=None, latency_ms=0, created_at=time.time())
         return {"round": round_no, "phase": "propose", "tasks": [], "transcript": carried}
     plan = plan_of(runtime)
     seeded = {**state, "round": round_no}

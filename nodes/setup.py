@@ -33,7 +33,9 @@ def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]
     if plan.clarify and plan.max_questions > 0:
         seeded = {**state, **update}
         for agent in plan.agents:
-            ask = render(load_prompt("phases/clarify"), problem=problem, role=agent["role"], max_questions=plan.max_questions)
+            ask = render(
+                load_prompt("phases/clarify"), problem=problem, role=agent["role"], max_questions=plan.max_questions
+            )
             tasks.append(agent_task(seeded, plan, agent, node="clarify", kind="clarification", task=ask, round_no=0))  # type: ignore[arg-type]
     emit({"event": "debate_started", "agents": [a["id"] for a in plan.agents], "rounds": plan.rounds})
     return {**update, "tasks": tasks}

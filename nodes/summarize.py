@@ -22,12 +22,15 @@ from memory import (
     Plan,
     SummarizationSettings,
     SummaryRequest,
+    Turn,
     decide,
     get_strategy,
     latest_summary,
     perspective_for,
-    summarize as run_summary,
     uncovered,
+)
+from memory import (
+    summarize as run_summary,
 )
 from nodes._shared import budget_of, emit, plan_of
 from prompts import load_prompt, read_prompt_file, render
@@ -62,7 +65,8 @@ def _summary_task(state: ConversationState, budget: Budget, profile: AgentProfil
         return None
     strategy = get_strategy(settings.method)
     material = strategy.plan(perspective, previous, settings.preserve_recent)
-    turns, room = [], budget.total
+    turns: list[Turn] = []
+    room = budget.total
     for turn in reversed(material.turns):  # what one call can read: newest first
         room -= turn["tokens"] + 16
         if room < 0:
@@ -70,7 +74,11 @@ def _summary_task(state: ConversationState, budget: Budget, profile: AgentProfil
         turns.insert(0, turn)
     if not turns:
         return None
-    who = "the judge (the final round's proposals and refinements)" if agent_id == JUDGE_ID else f"the {profile['role']} agent {agent_id}"
+    who = (
+        "the judge (the final round's proposals and refinements)"
+        if agent_id == JUDGE_ID
+        else f"the {profile['role']} agent {agent_id}"
+    )
     system = (
         read_prompt_file(profile["summary_prompt_path"], f"summaryPromptPath of {agent_id}")
         or read_prompt_file(settings.prompt_path, "summarization.promptPath")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -44,7 +44,9 @@ def synthesize(state: ConversationState, runtime: Runtime[Context]) -> dict[str,
         summary_note=summary_note,
     )
     task = agent_task(state, plan, judge, node="synthesize", kind="synthesis", task=ask, round_no=state["round"])
-    model = chat_model(judge["model"], temperature=judge["temperature"], max_tokens=plan.max_output_tokens, timeout_s=plan.timeout_s)
+    model = chat_model(
+        judge["model"], temperature=judge["temperature"], max_tokens=plan.max_output_tokens, timeout_s=plan.timeout_s
+    )
     messages = [SystemMessage(task["system"]), HumanMessage(task["user"])]
     started = time.perf_counter()
     solution, raw = _structured(model, messages)
@@ -76,7 +78,15 @@ def synthesize(state: ConversationState, runtime: Runtime[Context]) -> dict[str,
         view=task["view"],
         created_at=time.time(),
     )
-    emit({"event": "contribution", "kind": "synthesis", "round": state["round"], "agent_id": "judge", "tokens": turn["tokens"]})
+    emit(
+        {
+            "event": "contribution",
+            "kind": "synthesis",
+            "round": state["round"],
+            "agent_id": "judge",
+            "tokens": turn["tokens"],
+        }
+    )
     return {"solution": solution, "transcript": [turn], "phase": "done"}
 
 
@@ -94,7 +104,7 @@ def _structured(model: Any, messages: list[Any]) -> tuple[Solution | None, Any]:
     parsed = out.get("parsed")
     if parsed is None:
         return None, out.get("raw")
-    return Solution(**parsed.model_dump(), structured=True), out.get("raw")
+    return cast(Solution, {**parsed.model_dump(), "structured": True}), out.get("raw")
 
 
 def render_solution(solution: Solution) -> str:

@@ -33,12 +33,29 @@ def debate():
     return run
 
 
-def make_turn(i: int, *, speaker: str = "architect", kind: str = "proposal", content: str | None = None,
-              target: str | None = None, round_no: int | None = None) -> Turn:
+def make_turn(
+    i: int,
+    *,
+    speaker: str = "architect",
+    kind: str = "proposal",
+    content: str | None = None,
+    target: str | None = None,
+    round_no: int | None = None,
+) -> Turn:
     """A transcript turn for memory tests."""
     text = content if content is not None else f"Turn {i} about rate_limiter.py and token buckets. " * 5
     return Turn(
-        id=f"t{i}", round=round_no if round_no is not None else i // 4 + 1, kind=kind, speaker=speaker,  # type: ignore[typeddict-item]
-        role=speaker, target=target, content=text, tokens=count_tokens(text), model="fake", usage=None,
-        latency_ms=0, view=None, created_at=time.time(),
+        id=f"t{i}",
+        round=round_no if round_no is not None else i // 4 + 1,
+        kind=kind,
+        speaker=speaker,  # type: ignore[typeddict-item]
+        role=speaker,
+        target=target,
+        content=text,
+        tokens=count_tokens(text),
+        model="fake",
+        usage=None,
+        latency_ms=0,
+        view=None,
+        created_at=time.time(),
     )

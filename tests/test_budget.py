@@ -16,10 +16,31 @@ def summary(text: str) -> SummaryRecord:
     from memory import count_tokens
 
     return SummaryRecord(
-        id="s1", agent_id="architect", role="architect", round=2, depth=0, parent_id=None, status="ok", text=text,
-        narrative=text, facets=empty_facets(), covered_turn_ids=[], chars_before=0, chars_after=len(text),
-        tokens_before=0, tokens_after=count_tokens(text), strategy="rolling", reason="test", structured=True,
-        error=None, latency_ms=0, usage=None, model="fake", temperature=0.2, provider="fake", created_at=0.0,
+        id="s1",
+        agent_id="architect",
+        role="architect",
+        round=2,
+        depth=0,
+        parent_id=None,
+        status="ok",
+        text=text,
+        narrative=text,
+        facets=empty_facets(),
+        covered_turn_ids=[],
+        chars_before=0,
+        chars_after=len(text),
+        tokens_before=0,
+        tokens_after=count_tokens(text),
+        strategy="rolling",
+        reason="test",
+        structured=True,
+        error=None,
+        latency_ms=0,
+        usage=None,
+        model="fake",
+        temperature=0.2,
+        provider="fake",
+        created_at=0.0,
     )
 
 
@@ -36,7 +57,9 @@ def test_a_window_smaller_than_the_output_reserve_is_an_error() -> None:
 
 def test_newest_turns_are_kept_and_the_view_is_recorded() -> None:
     turns = [make_turn(i) for i in range(40)]
-    view = build_view(system_prompt="You are an architect.", task="Refine.", summary=None, turns=turns, budget=make_budget(2048, 512))
+    view = build_view(
+        system_prompt="You are an architect.", task="Refine.", summary=None, turns=turns, budget=make_budget(2048, 512)
+    )
     assert view.record["turn_ids"], "some history fits"
     assert view.record["turn_ids"][-1] == "t39"
     assert view.record["turn_ids"] == [f"t{i}" for i in range(40 - len(view.record["turn_ids"]), 40)]
@@ -52,7 +75,9 @@ def test_one_huge_message_is_shortened_visibly() -> None:
 
 
 def test_a_long_task_is_shortened_not_overflowed() -> None:
-    view = build_view(system_prompt="sys", task="critique this " * 5000, summary=None, turns=[], budget=make_budget(2048, 256))
+    view = build_view(
+        system_prompt="sys", task="critique this " * 5000, summary=None, turns=[], budget=make_budget(2048, 256)
+    )
     assert view.record["shortened"]
     assert view.record["prompt_tokens"] <= 1792
 

@@ -15,15 +15,28 @@ from graph.cli import main
 def debate_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real console script in a child process."""
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "graph.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, **(env or {})},
     )
 
 
 def test_the_issue_command_writes_every_turn(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
-    result = debate_cli("run", "--model", "fake", "--rounds", "2", "--agents", "architect,performance,security",
-                        "--output", str(out), "Design a rate limiter")
+    result = debate_cli(
+        "run",
+        "--model",
+        "fake",
+        "--rounds",
+        "2",
+        "--agents",
+        "architect,performance,security",
+        "--output",
+        str(out),
+        "Design a rate limiter",
+    )
     assert result.returncode == 0, result.stderr
     state = json.loads(out.read_text())
     assert set(state) >= {"problem", "transcript", "summaries", "judge_summary", "solution"}
@@ -66,11 +79,18 @@ def test_input_errors_exit_2_without_traceback(tmp_path: Path) -> None:
 def test_a_failing_provider_exits_3_keeps_turns_and_leaks_no_key(tmp_path: Path) -> None:
     secret = "sk-test-DO-NOT-LEAK-0123456789"
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({
-        "agents": [{"id": "a", "role": "architect", "model": "fake"}, {"id": "b", "role": "kiss", "model": "fake"}],
-        "judge": {"model": "openai:gpt-4o-mini"},
-        "debate": {"rounds": 1},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {"id": "a", "role": "architect", "model": "fake"},
+                    {"id": "b", "role": "kiss", "model": "fake"},
+                ],
+                "judge": {"model": "openai:gpt-4o-mini"},
+                "debate": {"rounds": 1},
+            }
+        )
+    )
     db, report = tmp_path / "d.sqlite", tmp_path / "r.md"
     env = {"OPENAI_API_KEY": secret, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
     result = debate_cli("run", "--config", str(config), "--db", str(db), "--thread-id", "t1", "p", env=env)
@@ -85,7 +105,26 @@ def test_a_failing_provider_exits_3_keeps_turns_and_leaks_no_key(tmp_path: Path)
 
 def test_list_and_show(tmp_path: Path, capsys) -> None:
     db = str(tmp_path / "d.sqlite")
-    assert main(["run", "--model", "fake", "--rounds", "1", "--agents", "kiss", "--db", db, "--thread-id", "one", "--quiet", "First problem\nmore"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "fake",
+                "--rounds",
+                "1",
+                "--agents",
+                "kiss",
+                "--db",
+                db,
+                "--thread-id",
+                "one",
+                "--quiet",
+                "First problem\nmore",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["list", "--db", db]) == 0
     listing = capsys.readouterr().out
@@ -97,7 +136,21 @@ def test_list_and_show(tmp_path: Path, capsys) -> None:
 
 def test_a_thread_id_is_never_reused(tmp_path: Path, capsys) -> None:
     db = str(tmp_path / "d.sqlite")
-    args = ["run", "--model", "fake", "--rounds", "1", "--agents", "kiss", "--db", db, "--thread-id", "same", "--quiet", "p"]
+    args = [
+        "run",
+        "--model",
+        "fake",
+        "--rounds",
+        "1",
+        "--agents",
+        "kiss",
+        "--db",
+        db,
+        "--thread-id",
+        "same",
+        "--quiet",
+        "p",
+    ]
     assert main(args) == 0
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err

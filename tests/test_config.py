@@ -12,17 +12,33 @@ from graph.context import Context
 
 SEED = {
     "agents": [
-        {"id": "agent-architect", "name": "System Architect", "role": "architect", "model": "gpt-4", "provider": "openai",
-         "temperature": 0.5, "enabled": True, "systemPromptPath": None, "summaryPromptPath": None,
-         "clarificationPromptPath": None, "summarization": {"threshold": 8000}},
+        {
+            "id": "agent-architect",
+            "name": "System Architect",
+            "role": "architect",
+            "model": "gpt-4",
+            "provider": "openai",
+            "temperature": 0.5,
+            "enabled": True,
+            "systemPromptPath": None,
+            "summaryPromptPath": None,
+            "clarificationPromptPath": None,
+            "summarization": {"threshold": 8000},
+        },
         {"id": "agent-security", "role": "security", "model": "fake", "temperature": 0.4, "enabled": True},
         {"id": "agent-off", "role": "kiss", "model": "fake", "enabled": False},
     ],
     "judge": {"id": "judge-main", "name": "Judge", "role": "generalist", "model": "fake", "temperature": 0.2},
-    "debate": {"rounds": 4, "terminationCondition": {"type": "fixed"}, "synthesisMethod": "judge",
-               "includeFullHistory": True, "timeoutPerRound": 300000, "interactiveClarifications": False,
-               "clarificationsMaxPerAgent": 5,
-               "summarization": {"enabled": True, "threshold": 5000, "maxLength": 2500, "method": "length-based"}},
+    "debate": {
+        "rounds": 4,
+        "terminationCondition": {"type": "fixed"},
+        "synthesisMethod": "judge",
+        "includeFullHistory": True,
+        "timeoutPerRound": 300000,
+        "interactiveClarifications": False,
+        "clarificationsMaxPerAgent": 5,
+        "summarization": {"enabled": True, "threshold": 5000, "maxLength": 2500, "method": "length-based"},
+    },
 }
 
 

@@ -90,7 +90,11 @@ def test_summaries_fire_and_are_used(debate) -> None:
     for record in log:
         if record["agent_id"] == "judge":
             continue
-        targets = {t["target"] for t in out["transcript"] if t["id"] in set(record["covered_turn_ids"]) and t["kind"] == "critique"}
+        targets = {
+            t["target"]
+            for t in out["transcript"]
+            if t["id"] in set(record["covered_turn_ids"]) and t["kind"] == "critique"
+        }
         assert targets <= {record["agent_id"]}, "a summary covered a critique aimed at someone else"
 
 
@@ -108,8 +112,10 @@ def test_summarizing_off_never_summarizes(debate) -> None:
 
 def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
     config = tmp_path / "c.json"
-    config.write_text('{"agents": [{"id": "a", "role": "architect"}, {"id": "b", "role": "security", "model": "fake:fail=invalid"}],'
-                      '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}')
+    config.write_text(
+        '{"agents": [{"id": "a", "role": "architect"}, {"id": "b", "role": "security", "model": "fake:fail=invalid"}],'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}'
+    )
     graph = compile_debate()
     out = graph.invoke({"problem": "p"}, {"configurable": {"thread_id": "f"}}, context=Context(config_file=str(config)))
     failed = [r for r in out["summary_log"] if r["status"] == "failed"]
@@ -121,8 +127,10 @@ def test_abort_on_failure_stops_the_run(tmp_path: Path) -> None:
     from nodes import SummarizationAborted
 
     config = tmp_path / "c.json"
-    config.write_text('{"agents": [{"id": "a", "role": "architect", "model": "fake:fail=invalid"}],'
-                      '"debate": {"rounds": 3, "summarization": {"threshold": 300, "abortOnFailure": true}}}')
+    config.write_text(
+        '{"agents": [{"id": "a", "role": "architect", "model": "fake:fail=invalid"}],'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 300, "abortOnFailure": true}}}'
+    )
     graph = compile_debate()
     with pytest.raises(SummarizationAborted):
         graph.invoke({"problem": "p"}, {"configurable": {"thread_id": "a"}}, context=Context(config_file=str(config)))
@@ -134,8 +142,10 @@ def test_a_custom_summary_prompt_is_really_used(tmp_path: Path) -> None:
     prompt = tmp_path / "summary.md"
     prompt.write_text("CUSTOM-SUMMARY-PROMPT: keep every number.")
     config = tmp_path / "c.json"
-    config.write_text('{"agents": [{"id": "a", "role": "architect", "summaryPromptPath": "%s"}, {"id": "b", "role": "kiss"}],'
-                      '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}' % prompt)
+    config.write_text(
+        f'{{"agents": [{{"id": "a", "role": "architect", "summaryPromptPath": "{prompt}"}}, {{"id": "b", "role": "kiss"}}],'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}'
+    )
     seen: list[str] = []
     import graph.fake_model as fm
 
@@ -147,7 +157,11 @@ def test_a_custom_summary_prompt_is_really_used(tmp_path: Path) -> None:
 
     fm.FakeChatModel._reply = spy  # type: ignore[method-assign]
     try:
-        out = compile_debate().invoke({"problem": "p"}, {"configurable": {"thread_id": "x"}}, context=Context(config_file=str(config), model="fake"))
+        out = compile_debate().invoke(
+            {"problem": "p"},
+            {"configurable": {"thread_id": "x"}},
+            context=Context(config_file=str(config), model="fake"),
+        )
     finally:
         fm.FakeChatModel._reply = original  # type: ignore[method-assign]
     assert any(r["agent_id"] == "a" for r in out["summary_log"])

@@ -17,7 +17,17 @@ def test_the_report_has_every_section(debate) -> None:
     values = {**out, "agents": [], "judge": None}
     report = render_report(values)
     found = headings(report)
-    for title in ("Problem", "Round 1", "Round 2", "Proposals", "Critiques", "Refinements", "Summaries", "Final solution", "Tokens and latency"):
+    for title in (
+        "Problem",
+        "Round 1",
+        "Round 2",
+        "Proposals",
+        "Critiques",
+        "Refinements",
+        "Summaries",
+        "Final solution",
+        "Tokens and latency",
+    ):
         assert title in found, title
     assert "architect on security" in found
 

@@ -16,7 +16,9 @@ ARGS = ["--model", "fake:latency_ms=400,words=30", "--agents", "architect,perfor
 
 
 def cli(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "graph.cli", *args], capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "graph.cli", *args], capture_output=True, text=True, timeout=120, **kwargs
+    )
 
 
 def kinds(path: Path) -> Counter:
@@ -30,7 +32,9 @@ def test_sigkill_mid_round_then_resume_matches_an_uninterrupted_run(tmp_path: Pa
 
     process = subprocess.Popen(
         [sys.executable, "-m", "graph.cli", "run", *ARGS, "--db", str(db), "--thread-id", "k", "p"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert process.stderr is not None
     for line in process.stderr:  # kill as soon as round 2's critiques are under way
@@ -55,8 +59,25 @@ def test_sigkill_mid_round_then_resume_matches_an_uninterrupted_run(tmp_path: Pa
 
 def test_a_debate_reloads_whole_in_a_fresh_process(tmp_path: Path) -> None:
     db = tmp_path / "d.sqlite"
-    assert cli("run", "--model", "fake", "--agents", "kiss,testing", "--rounds", "3", "--db", str(db), "--thread-id", "r",
-               "--summary-method", "rolling", "p").returncode == 0
+    assert (
+        cli(
+            "run",
+            "--model",
+            "fake",
+            "--agents",
+            "kiss,testing",
+            "--rounds",
+            "3",
+            "--db",
+            str(db),
+            "--thread-id",
+            "r",
+            "--summary-method",
+            "rolling",
+            "p",
+        ).returncode
+        == 0
+    )
     code = (
         "from graph import compile_debate; from graph.persistence import open_checkpointer\n"
         f"with open_checkpointer({str(db)!r}) as s:\n"

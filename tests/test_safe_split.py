@@ -81,7 +81,16 @@ def test_no_split_ever_separates_a_call_from_its_answers(messages, keep) -> None
 
 def test_summarize_messages_keeps_system_and_pairs() -> None:
     long = "word " * 400
-    messages = [SystemMessage("sys"), HumanMessage(long), ai("c1"), HumanMessage(long), ai("c2"), tool("c1"), tool("c2"), AIMessage("ok")]
+    messages = [
+        SystemMessage("sys"),
+        HumanMessage(long),
+        ai("c1"),
+        HumanMessage(long),
+        ai("c2"),
+        tool("c1"),
+        tool("c2"),
+        AIMessage("ok"),
+    ]
     out = summarize_messages(messages, FakeChatModel(words=20), keep_last=3, max_tokens=200)
     assert out[0].content == "sys"
     assert out[1].content.startswith("Summary of the earlier conversation")

@@ -27,9 +27,16 @@ INFO = ModelInfo(spec="fake", provider="fake", temperature=0.2)
 def request(turns: list[Any], previous: Any = None, strategy: str = "rolling", **settings: Any) -> SummaryRequest:
     s = SummarizationSettings(**settings)
     return SummaryRequest(
-        agent_id="architect", role="architect", round=3, reason="test", strategy=strategy,
-        plan=get_strategy(strategy).plan(turns, previous, s.preserve_recent), settings=s,
-        budget=make_budget(8192, 1024), system_prompt="Summarize.", instruction="Summarize the history above.",
+        agent_id="architect",
+        role="architect",
+        round=3,
+        reason="test",
+        strategy=strategy,
+        plan=get_strategy(strategy).plan(turns, previous, s.preserve_recent),
+        settings=s,
+        budget=make_budget(8192, 1024),
+        system_prompt="Summarize.",
+        instruction="Summarize the history above.",
     )
 
 
@@ -70,7 +77,11 @@ def test_rolling_chains_by_parent_and_depth() -> None:
 
 
 def test_an_early_technical_term_survives_two_rounds_of_summaries() -> None:
-    early = [make_turn(0, content="Store counters in redis_cluster_v7 behind quota_service.go."), make_turn(1), make_turn(2)]
+    early = [
+        make_turn(0, content="Store counters in redis_cluster_v7 behind quota_service.go."),
+        make_turn(1),
+        make_turn(2),
+    ]
     first = summarize(FakeChatModel(), INFO, request(early, preserve_recent=0))
     assert "redis_cluster_v7" in first["text"]
     later = early + [make_turn(i, content="Later talk about something else entirely.") for i in range(3, 9)]

@@ -91,17 +91,22 @@ def test_past_the_depth_cap_the_verbatim_tail_shrinks_but_never_below_two() -> N
     many = turns_of(300, 10)
     limit = verbatim_limit(many, capped, SETTINGS, BUDGET.history)
     assert limit is not None and 2 <= limit < 10
-    assert sum(t["tokens"] for t in many[-limit:]) + capped["tokens_after"] <= SETTINGS.trigger_ratio * BUDGET.history or limit == 2
+    assert (
+        sum(t["tokens"] for t in many[-limit:]) + capped["tokens_after"] <= SETTINGS.trigger_ratio * BUDGET.history
+        or limit == 2
+    )
     assert verbatim_limit(turns_of(3000, 5), capped, SETTINGS, BUDGET.history) == 2
     capped["depth"] = 1
     assert verbatim_limit(many, capped, SETTINGS, BUDGET.history) is None
 
 
 def test_a_2k_context_model_compresses_down_to_the_depth_cap(debate) -> None:
-    out = debate(rounds=8, agents="architect,security", model="fake:words=150", context_window=2048, max_output_tokens=256)
+    out = debate(
+        rounds=8, agents="architect,security", model="fake:words=150", context_window=2048, max_output_tokens=256
+    )
     chain = [r for r in out["summary_log"] if r["agent_id"] == "architect" and r["status"] == "ok"]
     assert [r["depth"] for r in chain] == list(range(len(chain))) and chain[-1]["depth"] == 3
-    assert all(r["parent_id"] == p["id"] for p, r in zip(chain, chain[1:]))
+    assert all(r["parent_id"] == p["id"] for p, r in zip(chain, chain[1:], strict=False))
     late = [t for t in out["transcript"] if t["speaker"] == "architect" and t["round"] >= 7 and t["view"]]
     assert late and all(t["view"]["prompt_tokens"] <= t["view"]["budget_tokens"] for t in late)
     assert all(t["view"]["summary_id"] == chain[-1]["id"] for t in late)

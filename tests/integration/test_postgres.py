@@ -38,10 +38,25 @@ def postgres_url() -> Iterator[str]:
     if os.geteuid() == 0:
         shutil.chown(data, "postgres", "postgres")
     port = free_port()
-    subprocess.run(_as_postgres(str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres"), check=True, capture_output=True)
     subprocess.run(
-        _as_postgres(str(bindir / "pg_ctl"), "-D", data, "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1", "-w", "start", "-l", f"{data}/log"),
-        check=True, capture_output=True,
+        _as_postgres(str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres"),
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        _as_postgres(
+            str(bindir / "pg_ctl"),
+            "-D",
+            data,
+            "-o",
+            f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
+            "-w",
+            "start",
+            "-l",
+            f"{data}/log",
+        ),
+        check=True,
+        capture_output=True,
     )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
@@ -52,9 +67,16 @@ def postgres_url() -> Iterator[str]:
 
 def test_a_debate_runs_lists_and_shows_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "graph.cli", *args, "--db", postgres_url], capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "graph.cli", *args, "--db", postgres_url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
-    run = cli("run", "--model", "fake", "--agents", "kiss,security", "--rounds", "2", "--thread-id", "pg1", "Design a cache")
+    run = cli(
+        "run", "--model", "fake", "--agents", "kiss,security", "--rounds", "2", "--thread-id", "pg1", "Design a cache"
+    )
     assert run.returncode == 0, run.stderr
     listed = cli("list")
     assert "pg1\t" in listed.stdout and "done\t2/2" in listed.stdout

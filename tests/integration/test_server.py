@@ -22,12 +22,25 @@ FAKE = {"model": "fake:words=20", "rounds": 1, "agents": "architect,security"}
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     port = free_port()
-    env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGSMITH_TRACING": "false",
-           "LANGGRAPH_NO_VERSION_CHECK": "true", "DEBATE_MODEL": "fake"}
-    log = open(ROOT / ".pytest_cache" / "langgraph-dev.log", "w") if (ROOT / ".pytest_cache").is_dir() else subprocess.DEVNULL
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "DEBATE_MODEL": "fake",
+    }
+    log = (
+        open(ROOT / ".pytest_cache" / "langgraph-dev.log", "w")  # noqa: SIM115 - held open for the server's life
+        if (ROOT / ".pytest_cache").is_dir()
+        else subprocess.DEVNULL
+    )  # noqa: SIM115
     process = subprocess.Popen(
         [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload", "--port", str(port)],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     import httpx
@@ -68,8 +81,15 @@ def test_a_streamed_run_completes_with_custom_events(server: str) -> None:
 
     client = get_sync_client(url=server)
     thread = client.threads.create()
-    parts = list(client.runs.stream(thread["thread_id"], "debate", input={"problem": "Design a cache"},
-                                    context=FAKE, stream_mode=["updates", "custom"]))
+    parts = list(
+        client.runs.stream(
+            thread["thread_id"],
+            "debate",
+            input={"problem": "Design a cache"},
+            context=FAKE,
+            stream_mode=["updates", "custom"],
+        )
+    )
     custom = [p.data for p in parts if p.event == "custom"]
     assert {"phase_started", "contribution"} <= {e["event"] for e in custom}
     assert sum(e["event"] == "contribution" for e in custom) == 2 + 2 + 2 + 1
@@ -89,7 +109,9 @@ def test_a_clarification_interrupt_is_resumed(server: str) -> None:
     assert state["next"] == ["collect_answers"]
     asked = state["tasks"][0]["interrupts"][0]["value"]["questions"]
     assert {q["agent_id"] for q in asked} == {"architect", "security"}
-    client.runs.wait(thread["thread_id"], "debate", command={"resume": {"architect": ["Kafka is available."]}}, context=context)
+    client.runs.wait(
+        thread["thread_id"], "debate", command={"resume": {"architect": ["Kafka is available."]}}, context=context
+    )
     values = client.threads.get_state(thread["thread_id"])["values"]
     clarifications = [t for t in values["transcript"] if t["kind"] == "clarification"]
     assert any("A: Kafka is available." in t["content"] for t in clarifications)
