@@ -133,6 +133,7 @@ def _require_key(env: str, provider: str, optional: bool = False) -> str | None:
     return key
 
 
+@lru_cache(maxsize=64)
 def context_window(spec: str, configured: int | None = None) -> int:
     """The window budgets use: configured, else what LangChain knows of the model, else a default."""
     if configured:

@@ -123,8 +123,6 @@ class ConversationState(TypedDict):
     """The current round, 0 before the first."""
     phase: Literal["setup", "clarify", "summarize", "propose", "critique", "refine", "synthesize", "done"]
     """The phase that ran last: what `debate list` shows."""
-    due_summaries: list[str]
-    """Agent ids (or ``judge``) whose summary trigger fired for the next phase."""
     questions: Annotated[list[Clarification], merge_questions]
     """Clarification questions waiting for the user's answers."""
     solution: Solution | None

@@ -107,7 +107,8 @@ def summarize(
         budget=request.budget,
         min_tail=0,
     )
-    shown = [t for t in plan.turns if t["id"] in set(view.record["turn_ids"])]
+    seen = set(view.record["turn_ids"])
+    shown = [t for t in plan.turns if t["id"] in seen]
     chars_before = sum(len(t["content"]) for t in shown) + (len(plan.fold["text"]) if plan.fold else 0)
     tokens_before = sum(t["tokens"] for t in shown) + (plan.fold["tokens_after"] if plan.fold else 0)
     emit(

@@ -24,7 +24,7 @@ def clarify(task: AgentTask) -> dict[str, Any]:
     """Ask one agent for its clarifying questions."""
     turn = speak(task)
     lines = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", line).strip() for line in turn["content"].splitlines()]
-    questions = [q for q in lines if q and q.upper() != "NONE"][: max(1, task.get("extra", {}).get("max", 5))]
+    questions = [q for q in lines if q and q.upper() != "NONE"][: task["extra"]["max_questions"]]
     return {"questions": [Clarification(agent_id=task["agent_id"], questions=questions, view=task["view"])]}
 
 

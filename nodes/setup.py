@@ -25,7 +25,6 @@ def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]
         "rounds": plan.rounds,
         "round": 0,
         "phase": "setup",
-        "due_summaries": [],
         "solution": None,
         "judge_summary": None,
     }
@@ -36,6 +35,7 @@ def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]
             ask = render(
                 load_prompt("phases/clarify"), problem=problem, role=agent["role"], max_questions=plan.max_questions
             )
-            tasks.append(agent_task(seeded, plan, agent, node="clarify", kind="clarification", task=ask, round_no=0))  # type: ignore[arg-type]
+            task = agent_task(seeded, plan, agent, node="clarify", kind="clarification", task=ask, round_no=0)  # type: ignore[arg-type]
+            tasks.append({**task, "extra": {"max_questions": plan.max_questions}})
     emit({"event": "debate_started", "agents": [a["id"] for a in plan.agents], "rounds": plan.rounds})
     return {**update, "tasks": tasks}

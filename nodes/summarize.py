@@ -48,11 +48,7 @@ def plan_round(state: ConversationState, runtime: Runtime[Context]) -> dict[str,
     finishing = state["round"] >= state["rounds"]
     who = [state["judge"]] if finishing else state["agents"]
     tasks = [t for t in (_summary_task(state, budget_of(p, plan), p) for p in who) if t is not None]
-    return {
-        "tasks": tasks,
-        "due_summaries": [t["agent_id"] for t in tasks],
-        "phase": "synthesize" if finishing else "summarize",
-    }
+    return {"tasks": tasks, "phase": "synthesize" if finishing else "summarize"}
 
 
 def _summary_task(state: ConversationState, budget: Budget, profile: AgentProfile) -> AgentTask | None:

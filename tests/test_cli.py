@@ -103,40 +103,9 @@ def test_a_failing_provider_exits_3_keeps_turns_and_leaks_no_key(tmp_path: Path)
     assert secret.encode() not in db.read_bytes() and secret not in report.read_text()
 
 
-def test_list_and_show(tmp_path: Path, capsys) -> None:
-    db = str(tmp_path / "d.sqlite")
-    assert (
-        main(
-            [
-                "run",
-                "--model",
-                "fake",
-                "--rounds",
-                "1",
-                "--agents",
-                "kiss",
-                "--db",
-                db,
-                "--thread-id",
-                "one",
-                "--quiet",
-                "First problem\nmore",
-            ]
-        )
-        == 0
-    )
-    capsys.readouterr()
-    assert main(["list", "--db", db]) == 0
-    listing = capsys.readouterr().out
-    assert "one\t" in listing and "done\t1/1\tFirst problem" in listing
-    out = tmp_path / "s.json"
-    assert main(["show", "one", "--db", db, "--output", str(out)]) == 0
-    assert json.loads(out.read_text())["solution"]
-
-
-def test_a_thread_id_is_never_reused(tmp_path: Path, capsys) -> None:
-    db = str(tmp_path / "d.sqlite")
-    args = [
+def quick_run(db: str, thread: str, problem: str = "p") -> list[str]:
+    """Arguments of a one-round, one-agent debate on the fake model."""
+    return [
         "run",
         "--model",
         "fake",
@@ -147,10 +116,26 @@ def test_a_thread_id_is_never_reused(tmp_path: Path, capsys) -> None:
         "--db",
         db,
         "--thread-id",
-        "same",
+        thread,
         "--quiet",
-        "p",
+        problem,
     ]
+
+
+def test_list_and_show(tmp_path: Path, capsys) -> None:
+    db = str(tmp_path / "d.sqlite")
+    assert main(quick_run(db, "one", "First problem\nmore")) == 0
+    capsys.readouterr()
+    assert main(["list", "--db", db]) == 0
+    listing = capsys.readouterr().out
+    assert "one\t" in listing and "done\t1/1\tFirst problem" in listing
+    out = tmp_path / "s.json"
+    assert main(["show", "one", "--db", db, "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["solution"]
+
+
+def test_a_thread_id_is_never_reused(tmp_path: Path, capsys) -> None:
+    args = quick_run(str(tmp_path / "d.sqlite"), "same")
     assert main(args) == 0
     assert main(args) == 2
     assert "already exists" in capsys.readouterr().err

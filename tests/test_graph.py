@@ -5,11 +5,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from graph import Context, compile_debate
+from graph.fake_model import FakeChatModel
 from graph.routing import after_plan_critiques, after_plan_round, after_setup, after_summaries, send_tasks
 from memory import agent_perspective
 
@@ -110,14 +113,20 @@ def test_summarizing_off_never_summarizes(debate) -> None:
     assert out["summary_log"] == [] and out["judge_summary"] is None
 
 
-def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
+def from_config(tmp_path: Path, config_json: str, **context: str) -> tuple[Any, RunnableConfig, Context]:
+    """A fresh graph, a thread and a context reading ``config_json`` from a file."""
     config = tmp_path / "c.json"
-    config.write_text(
+    config.write_text(config_json)
+    return compile_debate(), {"configurable": {"thread_id": "t"}}, Context(config_file=str(config), **context)
+
+
+def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
+    graph, thread, context = from_config(
+        tmp_path,
         '{"agents": [{"id": "a", "role": "architect"}, {"id": "b", "role": "security", "model": "fake:fail=invalid"}],'
-        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}',
     )
-    graph = compile_debate()
-    out = graph.invoke({"problem": "p"}, {"configurable": {"thread_id": "f"}}, context=Context(config_file=str(config)))
+    out = graph.invoke({"problem": "p"}, thread, context=context)
     failed = [r for r in out["summary_log"] if r["status"] == "failed"]
     assert failed and {r["agent_id"] for r in failed} == {"b"}
     assert kinds(out)["refinement"] == 6 and out["solution"] is not None
@@ -126,44 +135,35 @@ def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
 def test_abort_on_failure_stops_the_run(tmp_path: Path) -> None:
     from nodes import SummarizationAborted
 
-    config = tmp_path / "c.json"
-    config.write_text(
+    graph, thread, context = from_config(
+        tmp_path,
         '{"agents": [{"id": "a", "role": "architect", "model": "fake:fail=invalid"}],'
-        '"debate": {"rounds": 3, "summarization": {"threshold": 300, "abortOnFailure": true}}}'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 300, "abortOnFailure": true}}}',
     )
-    graph = compile_debate()
     with pytest.raises(SummarizationAborted):
-        graph.invoke({"problem": "p"}, {"configurable": {"thread_id": "a"}}, context=Context(config_file=str(config)))
-    kept = graph.get_state({"configurable": {"thread_id": "a"}}).values["transcript"]
+        graph.invoke({"problem": "p"}, thread, context=context)
+    kept = graph.get_state(thread).values["transcript"]
     assert Counter(t["kind"] for t in kept)["refinement"] >= 1
 
 
-def test_a_custom_summary_prompt_is_really_used(tmp_path: Path) -> None:
+def test_a_custom_summary_prompt_is_really_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     prompt = tmp_path / "summary.md"
     prompt.write_text("CUSTOM-SUMMARY-PROMPT: keep every number.")
-    config = tmp_path / "c.json"
-    config.write_text(
+    graph, thread, context = from_config(
+        tmp_path,
         f'{{"agents": [{{"id": "a", "role": "architect", "summaryPromptPath": "{prompt}"}}, {{"id": "b", "role": "kiss"}}],'
-        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}'
+        '"debate": {"rounds": 3, "summarization": {"threshold": 800}}}',
+        model="fake",
     )
     seen: list[str] = []
-    import graph.fake_model as fm
+    original = FakeChatModel._reply
 
-    original = fm.FakeChatModel._reply
-
-    def spy(self, messages):
+    def spy(self: FakeChatModel, messages: Any) -> Any:
         seen.append(str(messages[0].content))
         return original(self, messages)
 
-    fm.FakeChatModel._reply = spy  # type: ignore[method-assign]
-    try:
-        out = compile_debate().invoke(
-            {"problem": "p"},
-            {"configurable": {"thread_id": "x"}},
-            context=Context(config_file=str(config), model="fake"),
-        )
-    finally:
-        fm.FakeChatModel._reply = original  # type: ignore[method-assign]
+    monkeypatch.setattr(FakeChatModel, "_reply", spy)
+    out = graph.invoke({"problem": "p"}, thread, context=context)
     assert any(r["agent_id"] == "a" for r in out["summary_log"])
     assert any(s.startswith("CUSTOM-SUMMARY-PROMPT") for s in seen)
 
