@@ -19,8 +19,8 @@ from typing import Any
 
 os.environ.setdefault("DEBATE_MODEL", "fake")
 
-from graph import Context, compile_debate  # noqa: E402
-from graph.report import totals  # noqa: E402
+from debate_engine.graph import Context, compile_debate  # noqa: E402
+from debate_engine.app.report import totals  # noqa: E402
 
 
 def run(

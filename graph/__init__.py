@@ -1,7 +1,6 @@
-"""The debate engine on LangGraph: state, settings, models, and the compiled graph."""
+"""The debate graph: typed state, run settings, routing and the builder.
 
-from graph.builder import build_graph, compile_debate, graph
-from graph.context import Context
-from graph.state import ConversationState
-
-__all__ = ["Context", "ConversationState", "build_graph", "compile_debate", "graph"]
+Import from the modules (``debate_engine.graph.builder``); this package
+imports nothing itself, so ``debate_engine.nodes`` can use ``graph.state``
+without pulling the builder in.
+"""

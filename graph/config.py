@@ -11,21 +11,29 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from graph.context import Context
-from graph.models import ModelConfigError, default_model, parse_spec, spec_from_config
-from graph.state import AgentProfile
-from memory.settings import SummarizationSettings
-from prompts import role_names
+from debate_engine.graph.context import Context
+from debate_engine.graph.state import AgentProfile, RunSettings
+from debate_engine.memory.budget import BudgetError, make_budget
+from debate_engine.memory.settings import SummarizationSettings
+from debate_engine.prompts import load_prompt, read_prompt_file, role_names
+from debate_engine.providers.factory import (
+    ModelConfigError,
+    context_window,
+    default_model,
+    default_output_tokens,
+    parse_spec,
+    spec_from_config,
+)
 
 log = logging.getLogger("debate.config")
 DEFAULT_ROLES = ("architect", "performance", "security")
+MAX_ROUNDS = 10_000
+"""Debates are bounded: a typo of a few zeros must not run forever."""
 
 
 class ConfigError(ValueError):
@@ -54,6 +62,9 @@ class AgentEntry(_Loose):
     summary_prompt_path: str | None = Field(None, alias="summaryPromptPath")
     clarification_prompt_path: str | None = Field(None, alias="clarificationPromptPath")
     summarization: dict[str, Any] | None = None
+    context_window: int | None = Field(None, ge=512, alias="contextWindow")
+    max_output_tokens: int | None = Field(None, ge=16, alias="maxOutputTokens")
+    fallback_models: list[str] | None = Field(None, alias="fallbackModels")
 
 
 class Termination(_Loose):
@@ -64,7 +75,7 @@ class Termination(_Loose):
 class DebateSection(_Loose):
     """The ``debate`` object: the seed's fields and our own."""
 
-    rounds: int = Field(3, ge=1)
+    rounds: int = Field(3, ge=1, le=MAX_ROUNDS)
     termination_condition: Termination | None = Field(None, alias="terminationCondition")
     synthesis_method: Literal["judge", "voting", "merge"] = Field("judge", alias="synthesisMethod")
     include_full_history: bool = Field(False, alias="includeFullHistory")
@@ -83,22 +94,6 @@ class DebateFile(_Loose):
     agents: list[AgentEntry] = Field(default_factory=list)
     judge: AgentEntry | None = None
     debate: DebateSection = Field(default_factory=DebateSection)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class DebatePlan:
-    """Everything a run needs, resolved from context, file, environment and defaults."""
-
-    agents: tuple[AgentProfile, ...]
-    judge: AgentProfile
-    rounds: int
-    summarization: SummarizationSettings
-    context_window: int | None
-    max_output_tokens: int
-    max_concurrency: int
-    timeout_s: float
-    clarify: bool
-    max_questions: int
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -184,40 +179,13 @@ def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) 
     return problems
 
 
-def resolve(context: Context) -> DebatePlan:
-    """Combine the run's context with its config file into a plan (cached per file version)."""
-    mtime = None
-    if context.config_file:
-        try:
-            mtime = Path(context.config_file).expanduser().stat().st_mtime
-        except OSError:
-            mtime = -1.0
-    return _resolve(context, mtime, default_model())
+def resolve(context: Context) -> RunSettings:
+    """Combine the run's context with its config file into the settings fixed in state.
 
-
-@lru_cache(maxsize=32)
-def _resolve(context: Context, _mtime: float | None, fallback_model: str) -> DebatePlan:
+    Raises ConfigError listing every problem at once.
+    """
     file = load_config(context.config_file) if context.config_file else DebateFile()
-    problems: list[str] = []
-    if context.model:
-        try:
-            parse_spec(context.model)
-        except ModelConfigError as exc:
-            problems.append(f"model: {exc}")
-    if context.rounds is not None and context.rounds < 1:
-        problems.append(f"rounds: {context.rounds} is not a round count; use a whole number >= 1")
-    roles = role_names()
-    if context.agents:
-        wanted = [r.strip() for r in context.agents.split(",") if r.strip()]
-        problems += [f"agents: {r!r} is not a role; use one of {', '.join(roles)}" for r in wanted if r not in roles]
-        if len(set(wanted)) != len(wanted):
-            problems.append(f"agents: {context.agents!r} names a role twice; list each role once")
-        entries = [AgentEntry(id=r, role=r) for r in wanted]
-    else:
-        entries = [a for a in file.agents if a.enabled] or [AgentEntry(id=r, role=r) for r in DEFAULT_ROLES]
-    if not entries:
-        problems.append("agents: no agent to debate; name at least one role")
-
+    entries, problems = _entries(context, file)
     overrides = {
         k: v
         for k, v in {
@@ -236,32 +204,85 @@ def _resolve(context: Context, _mtime: float | None, fallback_model: str) -> Deb
         debate_summary = SummarizationSettings()
     if problems:
         raise ConfigError(problems)
+    fallback = default_model()
+    debate = file.debate
 
     def profile(entry: AgentEntry, default_id: str) -> AgentProfile:
-        spec = context.model or spec_from_config(entry.model, entry.provider) or fallback_model
+        spec = context.model or spec_from_config(entry.model, entry.provider) or fallback
+        ident = entry.id or default_id
+        window = context.context_window or entry.context_window or debate.context_window
         return AgentProfile(
-            id=entry.id or default_id,
-            name=entry.name or (entry.id or default_id).replace("-", " ").title(),
+            id=ident,
+            name=entry.name or ident.replace("-", " ").title(),
             role=entry.role,
             model=spec,
+            fallback_models=list(entry.fallback_models or []),
             temperature=entry.temperature,
-            system_prompt_path=entry.system_prompt_path,
-            summary_prompt_path=entry.summary_prompt_path,
+            system_prompt=read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}")
+            or load_prompt(f"roles/{entry.role}"),
+            summary_prompt=read_prompt_file(entry.summary_prompt_path, f"summaryPromptPath of {ident}")
+            or read_prompt_file(debate_summary.prompt_path, "summarization.promptPath"),
+            context_window=context_window(spec, window),
+            max_output_tokens=context.max_output_tokens or entry.max_output_tokens or debate.max_output_tokens
+            or default_output_tokens(spec),
+            timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
             summarization=debate_summary.merged(entry.summarization).model_dump(by_alias=True),
         )
 
-    judge_entry = file.judge or AgentEntry(id="judge", role="judge", temperature=0.2)
-    judge = profile(judge_entry.model_copy(update={"role": "judge", "id": "judge"}), "judge")
-    debate = file.debate
-    return DebatePlan(
-        agents=tuple(profile(e, e.role) for e in entries),
+    judge_entry = (file.judge or AgentEntry(id="judge", role="judge", temperature=0.2)).model_copy(
+        update={"role": "judge", "id": "judge"}
+    )
+    agents = [profile(e, e.role) for e in entries]
+    judge = profile(judge_entry, "judge")
+    problems = _check_budgets([*agents, judge])
+    if problems:
+        raise ConfigError(problems)
+    return RunSettings(
+        protocol="phases",
+        agents=agents,
         judge=judge,
         rounds=context.rounds or debate.rounds,
-        summarization=debate_summary,
-        context_window=context.context_window or debate.context_window,
-        max_output_tokens=context.max_output_tokens or debate.max_output_tokens or 1024,
-        max_concurrency=context.max_concurrency or debate.max_concurrency or 8,
-        timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
+        max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
     )
+
+
+def _check_budgets(profiles: list[AgentProfile]) -> list[str]:
+    problems = []
+    for p in profiles:
+        try:
+            make_budget(p["context_window"], p["max_output_tokens"])
+        except BudgetError as exc:
+            problems.append(f"{p['id']}: {exc}")
+    return problems
+
+
+def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list[str]]:
+    """The agents to run: the file's enabled ones, chosen from by ``context.agents`` (ids or roles)."""
+    problems: list[str] = []
+    if context.model:
+        try:
+            parse_spec(context.model)
+        except ModelConfigError as exc:
+            problems.append(f"model: {exc}")
+    if context.rounds is not None and not 1 <= context.rounds <= MAX_ROUNDS:
+        problems.append(f"rounds: {context.rounds} is not a round count; use a whole number from 1 to {MAX_ROUNDS}")
+    configured = [a for a in file.agents if a.enabled]
+    if not context.agents:
+        return configured or [AgentEntry(id=r, role=r) for r in DEFAULT_ROLES], problems
+    wanted = [r.strip() for r in context.agents.split(",") if r.strip()]
+    if len(set(wanted)) != len(wanted):
+        problems.append(f"agents: {context.agents!r} names an agent twice; list each once")
+    if configured:
+        chosen = [a for a in configured if (a.id or a.role) in wanted or a.role in wanted]
+        known = {a.id or a.role for a in configured} | {a.role for a in configured}
+        problems += [
+            f"agents: {w!r} is neither the id nor the role of a configured agent; use one of {', '.join(sorted(known))}"
+            for w in wanted
+            if w not in known
+        ]
+        return chosen, problems
+    roles = role_names()
+    problems += [f"agents: {r!r} is not a role; use one of {', '.join(roles)}" for r in wanted if r not in roles]
+    return [AgentEntry(id=r, role=r) for r in wanted], problems

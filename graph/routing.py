@@ -1,43 +1,57 @@
 """Routers: pure functions of the state, typed so Studio can draw every edge.
 
-Planner nodes put their tasks in ``state["tasks"]``; a router only turns
-them into ``Send``s, or names the next planner when there is nothing to send.
+Before each phase the debate goes through ``summarize`` when some speaker's
+(or the judge's) summary trigger fires, at most once per phase.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, cast
 
-from langgraph.types import Send
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.schedule import next_step
+from debate_engine.nodes.summarize import due
 
-from graph.state import ConversationState
-
-
-def send_tasks(state: ConversationState) -> list[Send]:
-    """One ``Send`` per planned task, to the worker the task names."""
-    return [Send(task["node"], task) for task in state.get("tasks", [])]
+Next = Literal["summarize", "propose", "critique", "refine", "synthesize", "__end__"]
 
 
-def after_setup(state: ConversationState) -> list[Send] | Literal["plan_round"]:
-    """Ask for clarifications when they were planned, else start the rounds."""
-    return send_tasks(state) or "plan_round"
+def route(state: ConversationState) -> Next:
+    """The next node: a summary when one is due, else the next phase."""
+    step, _ = next_step(state)
+    if step == "done":
+        return "__end__"
+    return "summarize" if due(state) else step
 
 
-def after_plan_round(state: ConversationState) -> list[Send] | Literal["plan_proposals", "synthesize"]:
-    """Summarize the perspectives whose trigger fired, else go on."""
-    return send_tasks(state) or after_summaries(state)
+def after_setup(state: ConversationState) -> Literal["clarify", "summarize", "propose"]:
+    """Ask for clarifications when configured, else start round 1."""
+    settings = state["settings"]
+    if settings["clarify"] and settings["max_questions"] > 0:
+        return "clarify"
+    return cast(Literal["summarize", "propose"], route(state))
 
 
-def after_summaries(state: ConversationState) -> Literal["plan_proposals", "synthesize"]:
+def after_clarify(state: ConversationState) -> Literal["summarize", "propose"]:
+    """Round 1 follows the answers."""
+    return cast(Literal["summarize", "propose"], route(state))
+
+
+def after_summarize(state: ConversationState) -> Literal["propose", "critique", "refine", "synthesize"]:
+    """The phase the summaries were made for."""
+    step, _ = next_step(state)
+    return cast(Literal["propose", "critique", "refine", "synthesize"], step)
+
+
+def after_propose(state: ConversationState) -> Literal["summarize", "critique", "refine"]:
+    """Critique the proposals (a single agent refines at once)."""
+    return cast(Literal["summarize", "critique", "refine"], route(state))
+
+
+def after_critique(state: ConversationState) -> Literal["summarize", "refine"]:
+    """Refine in answer to the critiques."""
+    return cast(Literal["summarize", "refine"], route(state))
+
+
+def after_refine(state: ConversationState) -> Literal["summarize", "critique", "refine", "synthesize"]:
     """Another round, or the judge when every round has run."""
-    return "synthesize" if state["round"] >= state["rounds"] else "plan_proposals"
-
-
-def after_plan_proposals(state: ConversationState) -> list[Send] | Literal["plan_critiques"]:
-    """Round 1 proposes; later rounds carried proposals over and go to critique."""
-    return send_tasks(state) or "plan_critiques"
-
-
-def after_plan_critiques(state: ConversationState) -> list[Send] | Literal["plan_refinements"]:
-    """Critique, or refine straight away when a single agent has no one to critique."""
-    return send_tasks(state) or "plan_refinements"
+    return cast(Literal["summarize", "critique", "refine", "synthesize"], route(state))

@@ -1,8 +1,9 @@
-"""The typed state of one debate: three memory tiers and the debate's plan.
+"""The typed state of one debate: three memory tiers, the run's settings and its status.
 
-Append-only logs use ``DeltaChannel``: a checkpoint stores only each step's
-new items, not the whole list again, so checkpoint storage grows linearly with
-the debate instead of quadratically.
+Append-only logs (and the values written once per debate) use
+``DeltaChannel``: a checkpoint stores only each step's new items, never the
+whole list again, so storage grows linearly with the debate. Everything else
+is small and bounded: ``status`` is what ``debate list`` reads.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from typing import Annotated, Any, Literal, NotRequired
 from langgraph.channels import DeltaChannel
 from typing_extensions import TypedDict
 
-from memory.records import SummaryRecord, Turn
+from debate_engine.memory.records import SummaryRecord, Turn
 
-SNAPSHOT_EVERY = 200
-"""Writes between full snapshots of a delta channel: replay time against storage."""
+SNAPSHOT_EVERY = 1_000_000
+"""Writes between full snapshots of a log. A snapshot copies the whole log, so
+they are left to LangGraph's own bound (one per 5,000 steps) to cap replay."""
+
+Phase = Literal["setup", "clarify", "summarize", "propose", "critique", "refine", "turn", "synthesize", "done"]
 
 
 def append_log(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
@@ -27,20 +31,9 @@ def append_log(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
     return out
 
 
-def merge_round_summaries(
-    current: dict[str, dict[str, SummaryRecord]], writes: Sequence[dict[str, dict[str, SummaryRecord]]]
-) -> dict[str, dict[str, SummaryRecord]]:
-    """Merge ``{round: {agent_id: record}}`` writes; a later record for a key wins."""
-    out = {k: dict(v) for k, v in current.items()}
-    for write in writes:
-        for round_key, by_agent in write.items():
-            out.setdefault(round_key, {}).update(by_agent)
-    return out
-
-
-def merge_questions(current: list[Any], update: list[Any]) -> list[Any]:
-    """Collect clarification questions from parallel agents; an empty list clears them."""
-    return [*current, *update] if update else []
+def keep_last(current: Any, writes: Sequence[Any]) -> Any:
+    """The newest write wins: for values set once per debate, stored once."""
+    return writes[-1] if writes else current
 
 
 class AgentProfile(TypedDict):
@@ -51,19 +44,33 @@ class AgentProfile(TypedDict):
     role: str
     model: str
     """Model spec, e.g. ``openai:gpt-4o-mini``, ``local:smollm2``, ``fake``."""
+    fallback_models: list[str]
+    """Specs tried in order when the model fails."""
     temperature: float
-    system_prompt_path: str | None
-    summary_prompt_path: str | None
+    system_prompt: str
+    """The resolved system prompt (a custom file's text, or the role's)."""
+    summary_prompt: str | None
+    """A custom summary prompt's text, or None for the built-in one."""
+    context_window: int
+    max_output_tokens: int
+    timeout_s: float
     summarization: dict[str, Any]
     """Resolved summarization settings (debate-wide merged with the agent's own)."""
 
 
-class Clarification(TypedDict):
-    """Questions one agent asked before the debate."""
+class RunSettings(TypedDict):
+    """Everything a run was configured with, fixed at setup: resume reads it from here."""
 
-    agent_id: str
-    questions: list[str]
-    view: NotRequired[Any]
+    protocol: Literal["phases", "roundtable"]
+    agents: list[AgentProfile]
+    judge: AgentProfile
+    rounds: int
+    clarify: bool
+    max_questions: int
+    max_concurrency: int
+    """Most model calls at once per provider."""
+    briefings: NotRequired[dict[str, str]]
+    """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
 
 
 class Solution(TypedDict):
@@ -80,6 +87,21 @@ class Solution(TypedDict):
     """False when the model could not give structured output and this is plain text."""
 
 
+class Status(TypedDict):
+    """The small per-debate record ``debate list`` reads, whatever the debate's length."""
+
+    problem: str
+    """The problem's first line, shortened."""
+    phase: Phase
+    round: int
+    rounds: int
+    turns: int
+    summaries: int
+    tokens: int
+    started_at: float
+    updated_at: float
+
+
 class InputState(TypedDict):
     """What a caller passes in."""
 
@@ -91,67 +113,33 @@ class OutputState(TypedDict):
     """What a finished debate returns."""
 
     problem: str
+    settings: RunSettings
     transcript: list[Turn]
-    summaries: dict[str, dict[str, SummaryRecord]]
     summary_log: list[SummaryRecord]
-    judge_summary: SummaryRecord | None
     solution: Solution | None
+    status: Status
 
 
 class ConversationState(TypedDict):
     """Everything a debate keeps, checkpointed after every step."""
 
-    problem: str
+    problem: Annotated[str, DeltaChannel(keep_last, str, snapshot_frequency=SNAPSHOT_EVERY)]
     """The problem under debate."""
+    settings: Annotated[RunSettings, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
+    """The run's resolved settings, fixed at setup."""
     transcript: Annotated[list[Turn], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
-    """Tier 1: every contribution, append-only, never trimmed."""
-    summaries: Annotated[
-        dict[str, dict[str, SummaryRecord]], DeltaChannel(merge_round_summaries, snapshot_frequency=SNAPSHOT_EVERY)
-    ]
-    """Tier 2: summaries per round (as a string) keyed by agent id."""
+    """Tier 1: every contribution, append-only, never trimmed; ``transcript[n]["seq"] == n``."""
     summary_log: Annotated[list[SummaryRecord], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
     """Tier 2: every summary and failed attempt, in order, the judge's included."""
-    judge_summary: SummaryRecord | None
-    """The judge's summary of the final round, when its trigger fired."""
-    agents: list[AgentProfile]
-    """The debaters, fixed at setup so a resumed debate keeps them."""
-    judge: AgentProfile
-    """The judge, fixed at setup."""
-    rounds: int
-    """How many rounds the debate runs."""
     round: int
-    """The current round, 0 before the first."""
-    phase: Literal["setup", "clarify", "summarize", "propose", "critique", "refine", "synthesize", "done"]
-    """The phase that ran last: what `debate list` shows."""
-    questions: Annotated[list[Clarification], merge_questions]
-    """Clarification questions waiting for the user's answers."""
+    """The current round (0 before the first)."""
+    phase: Phase
+    """The phase that ran last."""
+    summarized_for: str
+    """The phase the last summarize step prepared (``"round:phase"``): summarize runs once per phase."""
+    questions: list[dict[str, Any]]
+    """Clarifying questions asked, waiting for the user's answers."""
     solution: Solution | None
     """The judge's synthesis, once made."""
-    tasks: list[AgentTask]
-    """The calls the last planner node sent out (replaced by each planner)."""
-
-
-class AgentTask(TypedDict):
-    """One model call planned by a phase's planner and sent to its worker.
-
-    It carries the finished, budgeted prompt rather than the transcript, so
-    the task list a checkpoint keeps stays small however long the debate runs.
-    """
-
-    node: str
-    """The worker node that runs it."""
-    agent_id: str
-    role: str
-    kind: str
-    round: int
-    target: str | None
-    model: str
-    temperature: float
-    max_tokens: int
-    timeout_s: float
-    system: str
-    user: str
-    view: Any
-    """The ``TurnView`` record of what this prompt shows."""
-    extra: NotRequired[dict[str, Any]]
-    """Worker-specific material (the summary plan for ``summarize``)."""
+    status: Status
+    """What ``debate list`` shows."""

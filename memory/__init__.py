@@ -1,61 +1,52 @@
 """The three-tier memory engine: transcript records, summaries and working views."""
 
-from memory.budget import Budget, BudgetSplit, View, build_view, make_budget, render_turn
-from memory.facets import clip_at_boundary, merge_facets, render_summary
-from memory.messages import find_safe_split, make_pre_model_hook, summarize_messages
-from memory.perspective import (
-    JUDGE_ID,
-    agent_perspective,
-    judge_perspective,
-    latest_summary,
-    perspective_for,
-    uncovered,
-)
-from memory.records import SummaryFacets, SummaryRecord, Turn, TurnView, Usage
-from memory.settings import SummarizationSettings
-from memory.strategies import STRATEGIES, Plan, Strategy, get_strategy
-from memory.summarizer import ModelInfo, StructuredSummary, SummaryRequest, is_transport_error, summarize
-from memory.tokens import count_messages, count_tokens, truncate_to_tokens
-from memory.triggers import Decision, decide, verbatim_limit
+from debate_engine.memory.budget import Budget, BudgetError, BudgetSplit, View, ViewRequest, build_view, make_budget
+from debate_engine.memory.facets import merge_facets, render_summary
+from debate_engine.memory.messages import find_safe_split, make_pre_model_hook, summarize_messages
+from debate_engine.memory.perspective import JUDGE_ID, covered_until, latest_summaries, perspective, sees, tail
+from debate_engine.memory.planning import Material, should_summarize, summary_material, working_view
+from debate_engine.memory.records import SummaryFacets, SummaryRecord, Turn, TurnView, Usage, new_turn
+from debate_engine.memory.settings import SummarizationSettings
+from debate_engine.memory.summarizer import StructuredSummary, SummaryJob, summarize, usage_of
+from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
+from debate_engine.memory.triggers import Decision
 
 __all__ = [
     "JUDGE_ID",
-    "STRATEGIES",
     "Budget",
+    "BudgetError",
     "BudgetSplit",
     "Decision",
-    "ModelInfo",
-    "Plan",
-    "Strategy",
+    "Material",
     "StructuredSummary",
     "SummarizationSettings",
     "SummaryFacets",
+    "SummaryJob",
     "SummaryRecord",
-    "SummaryRequest",
     "Turn",
     "TurnView",
     "Usage",
     "View",
-    "agent_perspective",
+    "ViewRequest",
     "build_view",
-    "clip_at_boundary",
     "count_messages",
     "count_tokens",
-    "decide",
+    "covered_until",
     "find_safe_split",
-    "get_strategy",
-    "is_transport_error",
-    "judge_perspective",
-    "latest_summary",
+    "latest_summaries",
     "make_budget",
     "make_pre_model_hook",
     "merge_facets",
-    "perspective_for",
+    "new_turn",
+    "perspective",
     "render_summary",
-    "render_turn",
+    "sees",
+    "should_summarize",
     "summarize",
     "summarize_messages",
+    "summary_material",
+    "tail",
     "truncate_to_tokens",
-    "uncovered",
-    "verbatim_limit",
+    "usage_of",
+    "working_view",
 ]

@@ -10,14 +10,24 @@ budget.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from memory.records import SummaryRecord, Turn, TurnView
-from memory.tokens import count_messages, count_tokens, truncate_to_tokens
+from debate_engine.memory.facets import render_summary
+from debate_engine.memory.records import SummaryRecord, Turn, TurnView
+from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
 
-MIN_TAIL = 2
 HISTORY_HEADER = "## Recent history, verbatim"
+SUMMARY_HEADER = "## Summary of your earlier history"
+TURN_OVERHEAD = 24
+"""Upper bound of the tokens a turn's heading and separators add to its content."""
+FRAME_OVERHEAD = 48
+"""Headers and chat-template tokens around the parts of a prompt."""
+MIN_TOTAL = 256
+
+
+class BudgetError(ValueError):
+    """The window cannot hold a prompt after the output reserve; the message says what to change."""
 
 
 @dataclass(frozen=True)
@@ -48,18 +58,22 @@ class Budget:
 def make_budget(context_window: int, max_output_tokens: int, split: BudgetSplit = BudgetSplit()) -> Budget:
     """Scale the split to a model's window, keeping ``max_output_tokens`` free."""
     total = context_window - max_output_tokens
-    if total < 64:
-        raise ValueError(
-            f"context window {context_window} leaves {total} tokens after reserving "
-            f"{max_output_tokens} for output; lower max output tokens or use a larger window"
+    if total < MIN_TOTAL:
+        raise BudgetError(
+            f"a context window of {context_window} tokens leaves {total} for the prompt after reserving "
+            f"{max_output_tokens} for output; the prompt needs at least {MIN_TOTAL}: lower the max output "
+            "tokens or use a larger window"
         )
-    scale = sum((split.system, split.summary, split.recent))
-    return Budget(
-        total=total,
-        system=int(total * split.system / scale),
-        summary=int(total * split.summary / scale),
-        recent=int(total * split.recent / scale),
-    )
+    scale = split.system + split.summary + split.recent
+    system = int(total * split.system / scale)
+    summary = int(total * split.summary / scale)
+    recent = min(int(total * split.recent / scale), total - system - summary - FRAME_OVERHEAD)
+    return Budget(total=total, system=system, summary=summary, recent=recent)
+
+
+def turn_cost(turn: Turn) -> int:
+    """Tokens a turn takes in a view, at most (heading included)."""
+    return turn["tokens"] + TURN_OVERHEAD
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,8 @@ class View:
     system: str
     user: str
     record: TurnView
+    complete: bool
+    """True when every turn offered was shown: nothing of the perspective was left out."""
 
 
 Render = Callable[[Turn], str]
@@ -80,81 +96,96 @@ def render_turn(turn: Turn) -> str:
     if kind == "critique":
         head = f"Critique by {turn['speaker']} of {turn['target']} (round {turn['round']})"
     elif kind == "clarification":
-        head = f"Clarification asked by {turn['speaker']}"
+        head = f"Clarifications asked by {turn['speaker']}, answered by the user"
+    elif kind == "briefing":
+        head = "Briefing from the organisers"
+    elif kind == "message":
+        head = f"{turn['speaker']} (turn {turn['round']})"
     else:
         head = f"{kind.capitalize()} by {turn['speaker']} (round {turn['round']})"
     return f"### {head}\n{turn['content']}"
 
 
-def build_view(
-    *,
-    system_prompt: str,
-    task: str,
-    summary: SummaryRecord | None,
-    turns: Sequence[Turn],
-    budget: Budget,
-    render: Render = render_turn,
-    min_tail: int = MIN_TAIL,
-    max_turns: int | None = None,
-) -> View:
-    """Assemble a prompt from its parts within ``budget``, newest history first."""
-    shortened = False
-    system = system_prompt
+def summary_text(summary: SummaryRecord, limit_tokens: int) -> tuple[str, bool]:
+    """The summary as shown within ``limit_tokens``: facets kept, the narrative shortened first."""
+    text = summary["text"]
+    if count_tokens(text) <= limit_tokens:
+        return text, False
+    chars = len(text)
+    while chars > 80:
+        chars = int(chars * 0.85)
+        text = render_summary(summary["narrative"], summary["facets"], chars)
+        if count_tokens(text) <= limit_tokens:
+            return text, True
+    return truncate_to_tokens(text, limit_tokens), True
+
+
+@dataclass(frozen=True)
+class ViewRequest:
+    """The parts of one prompt: fixed text, and the history offered newest first."""
+
+    system_prompt: str
+    task: str
+    summary: SummaryRecord | None
+    newest_first: Iterable[Turn]
+    since: int
+    """The first ``seq`` the offered history may hold (what the summary does not cover)."""
+    to_seq: int
+    budget: Budget
+
+
+def _fixed_parts(req: ViewRequest) -> tuple[str, str, str, bool]:
+    budget, shortened = req.budget, False
+    system = req.system_prompt
     if count_tokens(system) > budget.system // 2:
         system, shortened = truncate_to_tokens(system, budget.system // 2), True
+    task = req.task
     task_limit = max(budget.system - count_tokens(system), budget.system // 4)
     if count_tokens(task) > task_limit:
         task, shortened = truncate_to_tokens(task, task_limit), True
-
     summary_block = ""
-    if summary is not None:
-        text = summary["text"]
-        if count_tokens(text) > budget.summary:
-            text, shortened = truncate_to_tokens(text, budget.summary), True
-        summary_block = f"## Summary of your earlier history\n{text}"
+    if req.summary is not None:
+        text, cut = summary_text(req.summary, budget.summary)
+        summary_block, shortened = f"{SUMMARY_HEADER}\n{text}", shortened or cut
+    return system, task, summary_block, shortened
 
-    fixed = count_messages(system, _join(summary_block, HISTORY_HEADER, task))
-    room = budget.total - fixed
-    blocks: list[tuple[Turn, str]] = []
-    newest = turns if max_turns is None else turns[len(turns) - max_turns :] if max_turns else []
-    for turn in reversed(newest):
+
+def build_view(req: ViewRequest, render: Render = render_turn) -> View:
+    """Assemble a prompt within the budget, newest history first; record what it shows."""
+    system, task, summary_block, shortened = _fixed_parts(req)
+    room = req.budget.total - count_messages(system, _join(summary_block, HISTORY_HEADER, task))
+    blocks: list[str] = []
+    oldest = req.to_seq
+    complete = True
+    for turn in req.newest_first:
         block = render(turn)
         cost = count_tokens(block) + 2
         if cost > room:
-            if len(blocks) >= min_tail or room < 48:
+            if blocks or room < 48:
+                complete = False
                 break
-            # A single huge turn: show its head and tail rather than nothing.
-            block, shortened = truncate_to_tokens(block, room - 2), True
+            block, shortened = truncate_to_tokens(block, room - 2), True  # one huge turn: its head and tail
             cost = count_tokens(block) + 2
-        blocks.append((turn, block))
+        blocks.append(block)
+        oldest = turn["seq"]
         room -= cost
     blocks.reverse()
-
-    while True:
-        history = "\n\n".join(b for _, b in blocks)
-        history_block = f"{HISTORY_HEADER}\n{history}" if history else ""
-        user = _join(summary_block, history_block, task)
-        tokens = count_messages(system, user)
-        if tokens <= budget.total or not blocks:
-            break
-        if len(blocks) == 1:  # the last turn left: shorten it by the overshoot rather than drop it
-            turn, block = blocks[0]
-            limit = count_tokens(block) - (tokens - budget.total) - 2
-            if limit > 32:
-                blocks[0], shortened = (turn, truncate_to_tokens(block, limit)), True
-                continue
-        blocks.pop(0)
-    if tokens > budget.total:
-        user = truncate_to_tokens(user, budget.total - count_messages(system, ""))
+    history = "\n\n".join(blocks)
+    user = _join(summary_block, f"{HISTORY_HEADER}\n{history}" if history else "", task)
+    tokens = count_messages(system, user)
+    if tokens > req.budget.total:  # counting drift between parts and the whole: never send over budget
+        user = truncate_to_tokens(user, req.budget.total - count_messages(system, ""))
         tokens, shortened = count_messages(system, user), True
     record = TurnView(
-        summary_id=summary["id"] if summary else None,
-        turn_ids=[t["id"] for t, _ in blocks],
+        summary_id=req.summary["id"] if req.summary else None,
+        from_seq=req.since if complete else oldest,
+        to_seq=req.to_seq,
+        turns=len(blocks),
         prompt_tokens=tokens,
-        budget_tokens=budget.total,
+        budget_tokens=req.budget.total,
         shortened=shortened,
     )
-    return View(system=system, user=user, record=record)
+    return View(system=system, user=user, record=record, complete=complete)
 
 
 def _join(summary_block: str, history_block: str, task: str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import cast
 
-from memory.records import SummaryFacets
+from debate_engine.memory.records import SummaryFacets
 
 FACET_CAPS: dict[str, int] = {
     "key_points": 12,
@@ -91,4 +91,4 @@ def render_summary(narrative: str, facets: SummaryFacets, max_length: int) -> st
     facet_text = "\n".join(lines)
     room = max_length - len(facet_text) - (2 if facet_text else 0)
     story = clip_at_boundary(" ".join(narrative.split()), room) if room > 0 else ""
-    return "\n\n".join(p for p in (story, facet_text) if p)
+    return "\n\n".join(p for p in (facet_text, story) if p)

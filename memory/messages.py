@@ -14,7 +14,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage, get_buffer_string
 
-from memory.tokens import count_tokens
+from debate_engine.memory.tokens import count_tokens
 
 
 def find_safe_split(messages: Sequence[AnyMessage], keep_last: int) -> int:

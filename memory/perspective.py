@@ -1,65 +1,71 @@
-"""Whose history is whose: the perspective filters.
+"""Whose history is whose: the perspective filters, read from the newest turn back.
 
-An agent's perspective is the problem's clarifications, its own proposals and
-refinements, and the critiques aimed at it, never a critique aimed at someone
-else. A proposal carried over from the previous refinement is left out: the
-refinement already stands for it. The judge's perspective is the clarifications and the final round's
-proposals and refinements.
+An agent's perspective is the briefings and clarifications everyone shares,
+its own proposals and refinements, and the critiques aimed at it, never a
+critique aimed at someone else. The judge's perspective is the whole debate
+but the synthesis. In the roundtable every turn is everyone's.
+
+Nothing here scans a whole transcript: views and triggers walk back from the
+newest turn to the point their summary covers, so a step's cost depends on
+the uncovered tail, not on how long the debate has run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from memory.records import SummaryRecord, Turn
+from debate_engine.memory.records import SummaryRecord, Turn
 
 JUDGE_ID = "judge"
+SHARED_KINDS = frozenset({"briefing", "clarification", "message"})
 
 
-def agent_perspective(transcript: Iterable[Turn], agent_id: str) -> list[Turn]:
-    """Return the turns that belong to ``agent_id``'s history, oldest first."""
-    out: list[Turn] = []
-    for turn in transcript:
-        kind = turn["kind"]
-        if kind == "clarification":
-            out.append(turn)
-        elif kind in ("proposal", "refinement") and turn["speaker"] == agent_id:
-            # A carried-over proposal repeats the refinement it copies: show it once.
-            if not turn.get("carried_from"):
-                out.append(turn)
-        elif kind == "critique" and turn["target"] == agent_id:
-            out.append(turn)
+def sees(turn: Turn, viewer: str) -> bool:
+    """True when ``turn`` belongs to ``viewer``'s perspective."""
+    kind = turn["kind"]
+    if kind in SHARED_KINDS:
+        return True
+    if viewer == JUDGE_ID:
+        return kind != "synthesis"
+    if kind in ("proposal", "refinement"):
+        return turn["speaker"] == viewer
+    return kind == "critique" and turn["target"] == viewer
+
+
+def newest_first(transcript: Sequence[Turn], viewer: str, since: int = 0) -> Iterator[Turn]:
+    """Yield ``viewer``'s turns with ``seq >= since``, newest first, stopping when the caller does."""
+    for i in range(len(transcript) - 1, since - 1, -1):
+        turn = transcript[i]
+        if sees(turn, viewer):
+            yield turn
+
+
+def tail(transcript: Sequence[Turn], viewer: str, since: int = 0) -> list[Turn]:
+    """``viewer``'s turns with ``seq >= since``, oldest first."""
+    out = list(newest_first(transcript, viewer, since))
+    out.reverse()
     return out
 
 
-def judge_perspective(transcript: Sequence[Turn], final_round: int) -> list[Turn]:
-    """Return the clarifications and the final round's proposals and refinements."""
-    return [
-        t
-        for t in transcript
-        if t["kind"] == "clarification" or (t["round"] == final_round and t["kind"] in ("proposal", "refinement"))
-    ]
+def perspective(transcript: Iterable[Turn], viewer: str) -> list[Turn]:
+    """Every turn of ``viewer``'s perspective, oldest first (a full scan: for audits and tests)."""
+    return [t for t in transcript if sees(t, viewer)]
 
 
-def perspective_for(transcript: Sequence[Turn], agent_id: str, final_round: int) -> list[Turn]:
-    """Dispatch to the agent's or the judge's filter."""
-    if agent_id == JUDGE_ID:
-        return judge_perspective(transcript, final_round)
-    return agent_perspective(transcript, agent_id)
+def covered_until(summary: SummaryRecord | None) -> int:
+    """The first ``seq`` a summary does not cover (0 without one)."""
+    return summary["through"] if summary else 0
 
 
-def latest_summary(log: Iterable[SummaryRecord], agent_id: str) -> SummaryRecord | None:
-    """The newest successful summary of ``agent_id``, if any."""
-    found: SummaryRecord | None = None
-    for record in log:
-        if record["agent_id"] == agent_id and record["status"] == "ok":
-            found = record
+def latest_summaries(log: Sequence[SummaryRecord], viewers: Iterable[str]) -> dict[str, SummaryRecord]:
+    """The newest successful summary of each viewer, walking the log back only as far as needed."""
+    wanted = set(viewers)
+    found: dict[str, SummaryRecord] = {}
+    for i in range(len(log) - 1, -1, -1):
+        if not wanted:
+            break
+        record = log[i]
+        if record["agent_id"] in wanted and record["status"] == "ok":
+            found[record["agent_id"]] = record
+            wanted.discard(record["agent_id"])
     return found
-
-
-def uncovered(perspective: Sequence[Turn], summary: SummaryRecord | None) -> list[Turn]:
-    """The turns of a perspective that ``summary`` does not stand for."""
-    if summary is None:
-        return list(perspective)
-    covered = set(summary["covered_turn_ids"])
-    return [t for t in perspective if t["id"] not in covered]

@@ -3,15 +3,23 @@
 They are plain ``TypedDict``s, so a checkpoint stores them as ordinary dicts:
 they reload in any process (CLI, ``langgraph dev``, a test) without registering
 classes with the serializer, and they are JSON as they stand.
+
+Coverage is positional: every turn has its ``seq`` (its index in the
+transcript), a summary covers the perspective turns before its ``through``,
+and a view shows the perspective turns from its ``from_seq`` on. That keeps
+every record the same size however long the debate grows.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-TurnKind = Literal["clarification", "proposal", "critique", "refinement", "synthesis", "message"]
+from debate_engine.memory.tokens import count_tokens
+
+TurnKind = Literal["briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message"]
 
 
 class Usage(TypedDict):
@@ -27,8 +35,12 @@ class TurnView(TypedDict):
 
     summary_id: str | None
     """The summary the speaker was given, or None."""
-    turn_ids: list[str]
-    """The turns it saw verbatim, oldest first."""
+    from_seq: int
+    """Every perspective turn from this ``seq`` up to ``to_seq`` was shown verbatim."""
+    to_seq: int
+    """The transcript's length when the view was built."""
+    turns: int
+    """How many turns were shown verbatim."""
     prompt_tokens: int
     """Tokens of the whole prompt, counted before the call."""
     budget_tokens: int
@@ -40,11 +52,13 @@ class TurnView(TypedDict):
 class Turn(TypedDict):
     """One contribution to the debate, never edited once appended."""
 
+    seq: int
+    """Position in the transcript: turn ``n`` is ``transcript[n]``."""
     id: str
     round: int
     kind: TurnKind
     speaker: str
-    """Agent id, ``judge`` or ``user``."""
+    """Agent id, ``judge``, ``moderator`` or ``user``."""
     role: str
     target: str | None
     """For critiques: the agent whose proposal is critiqued."""
@@ -55,10 +69,10 @@ class Turn(TypedDict):
     usage: Usage | None
     latency_ms: int
     view: TurnView | None
-    """None for turns no model wrote (carried-over proposals, answers)."""
+    """None for turns no model wrote (answers, briefings)."""
     created_at: float
-    carried_from: NotRequired[str]
-    """For a proposal copied from the previous round's refinement."""
+    truncated: NotRequired[bool]
+    """True when the reply stopped at the output limit."""
 
 
 class SummaryFacets(TypedDict):
@@ -80,15 +94,17 @@ class SummaryRecord(TypedDict):
     role: str
     round: int
     depth: int
-    """0 for a summary made from turns only, parent depth + 1 when it folds a summary in."""
+    """Summaries folded in since the chain last restarted; 0 for a fresh one."""
     parent_id: str | None
     status: Literal["ok", "failed"]
     text: str
-    """What the agent is shown: narrative and facets, within ``max_length``."""
+    """What the agent is shown: facets, then narrative, within ``max_length``."""
     narrative: str
     facets: SummaryFacets
-    covered_turn_ids: list[str]
-    """Every turn this summary stands for, including those its parent covered."""
+    through: int
+    """Covers every perspective turn with ``seq`` below this (including what its parent covered)."""
+    calls: int
+    """Model calls it took (more than one when the material was read in chunks)."""
     chars_before: int
     chars_after: int
     tokens_before: int
@@ -102,6 +118,41 @@ class SummaryRecord(TypedDict):
     latency_ms: int
     usage: Usage | None
     model: str
-    temperature: float | None
-    provider: str
     created_at: float
+
+
+def new_turn(
+    seq: int,
+    *,
+    kind: TurnKind,
+    round_no: int,
+    speaker: str,
+    role: str,
+    content: str,
+    target: str | None = None,
+    model: str | None = None,
+    usage: Usage | None = None,
+    latency_ms: int = 0,
+    view: TurnView | None = None,
+    truncated: bool = False,
+) -> Turn:
+    """Build a turn: the one place turns are made, so ids and token counts agree everywhere."""
+    turn = Turn(
+        seq=seq,
+        id=f"{kind}:r{round_no}:{speaker}" + (f"->{target}" if target else ""),
+        round=round_no,
+        kind=kind,
+        speaker=speaker,
+        role=role,
+        target=target,
+        content=content,
+        tokens=count_tokens(content),
+        model=model,
+        usage=usage,
+        latency_ms=latency_ms,
+        view=view,
+        created_at=time.time(),
+    )
+    if truncated:
+        turn["truncated"] = True
+    return turn

@@ -1,17 +1,19 @@
-"""Calling a model to summarize a perspective, with its failure rules.
+"""Calling a model to summarize a perspective, in chunks when the material is long.
 
-A transport error is retried once (250 ms x 2^attempt); invalid output is not
-retried. Either way the failure becomes a ``SummaryRecord`` with status
-``failed`` and the debate goes on with the previous summary and the newest
-turns that fit; nothing in the transcript is touched.
+The model sees the previous summary (folded) and the turns to cover; when
+they do not fit one prompt, the turns are read in chunks, each chunk folded
+into the summary of the ones before, so the new summary has seen everything
+it claims to cover. Transport errors are retried by the model client itself
+(once per call, with backoff); a reply cut at the output limit is retried
+once with a shorter target; any other failure becomes a ``failed`` record and
+the debate goes on with the previous summary.
 """
 
 from __future__ import annotations
 
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -19,25 +21,15 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
-from memory.budget import Budget, build_view
-from memory.facets import FACET_CAPS, empty_facets, merge_facets, render_summary
-from memory.records import SummaryFacets, SummaryRecord, Usage
-from memory.settings import SummarizationSettings
-from memory.strategies import Plan
-from memory.tokens import count_tokens
+from debate_engine.memory.budget import Budget, ViewRequest, build_view, turn_cost
+from debate_engine.memory.facets import FACET_CAPS, empty_facets, merge_facets, render_summary
+from debate_engine.memory.records import SummaryFacets, SummaryRecord, Turn, Usage
+from debate_engine.memory.strategies import Plan
+from debate_engine.memory.tokens import count_tokens
 
-TRANSPORT_ERRORS = {
-    "APIConnectionError",
-    "APITimeoutError",
-    "RateLimitError",
-    "InternalServerError",
-    "TransportError",
-    "TimeoutException",
-    "ConnectError",
-    "ConnectionError",
-    "TimeoutError",
-}
 Emit = Callable[[dict[str, Any]], None]
+CHARS_PER_TOKEN = 2.5
+"""Characters a summary may ask for per output token, leaving room for its JSON structure."""
 
 
 class StructuredSummary(BaseModel):
@@ -60,23 +52,13 @@ class StructuredSummary(BaseModel):
         return [str(i) for i in items if str(i).strip()][: FACET_CAPS[info.field_name]]
 
 
-def is_transport_error(exc: BaseException) -> bool:
-    """True for network, timeout and rate-limit failures, whatever the client library."""
-    return any(c.__name__ in TRANSPORT_ERRORS for c in type(exc).__mro__)
+class TruncatedReply(ValueError):
+    """The model stopped at its output limit: the summary is incomplete."""
 
 
 @dataclass(frozen=True)
-class ModelInfo:
-    """What the record says about the model that summarized."""
-
-    spec: str
-    provider: str
-    temperature: float | None
-
-
-@dataclass(frozen=True)
-class SummaryRequest:
-    """Everything one summary call needs, model aside."""
+class SummaryJob:
+    """Everything one summary needs, the model aside."""
 
     agent_id: str
     role: str
@@ -84,121 +66,158 @@ class SummaryRequest:
     reason: str
     strategy: str
     plan: Plan
-    settings: SummarizationSettings
+    max_length: int
+    """Most characters of the rendered summary."""
+    max_output_tokens: int
     budget: Budget
-    system_prompt: str
+    system_prompt: Callable[[int], str]
+    """The system prompt for a target length in characters."""
     instruction: str
+    model_spec: str
 
 
-def summarize(
-    model: BaseChatModel,
-    info: ModelInfo,
-    request: SummaryRequest,
-    emit: Emit = lambda event: None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> SummaryRecord:
-    """Summarize ``request.plan`` with ``model`` and return the record, ok or failed."""
-    plan = request.plan
-    view = build_view(
-        system_prompt=request.system_prompt,
-        task=request.instruction,
-        summary=plan.fold,
-        turns=plan.turns,
-        budget=request.budget,
-        min_tail=0,
-    )
-    seen = set(view.record["turn_ids"])
-    shown = [t for t in plan.turns if t["id"] in seen]
-    chars_before = sum(len(t["content"]) for t in shown) + (len(plan.fold["text"]) if plan.fold else 0)
-    tokens_before = sum(t["tokens"] for t in shown) + (plan.fold["tokens_after"] if plan.fold else 0)
-    emit(
-        {
-            "event": "summarization_started",
-            "agent_id": request.agent_id,
-            "round": request.round,
-            "reason": request.reason,
-            "turns": len(shown),
-            "tokens_before": tokens_before,
-        }
-    )
-    messages = [SystemMessage(view.system), HumanMessage(view.user)]
+def target_length(job: SummaryJob) -> int:
+    """The length to ask for: what the settings allow and the output limit can hold."""
+    return max(200, min(job.max_length, int(job.max_output_tokens * CHARS_PER_TOKEN)))
+
+
+def chunks(turns: Sequence[Turn], room: int) -> list[list[Turn]]:
+    """Split turns, oldest first, into runs that each fit ``room`` tokens (a huge turn alone)."""
+    out: list[list[Turn]] = [[]]
+    used = 0
+    for turn in turns:
+        cost = turn_cost(turn)
+        if out[-1] and used + cost > room:
+            out.append([])
+            used = 0
+        out[-1].append(turn)
+        used += cost
+    return [c for c in out if c] or [[]]
+
+
+def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: None) -> SummaryRecord:
+    """Summarize ``job.plan`` with ``model`` and return the record, ok or failed."""
+    plan = job.plan
+    parts = chunks(plan.turns, job.budget.recent)
+    tokens_before = sum(t["tokens"] for t in plan.turns) + (plan.fold["tokens_after"] if plan.fold else 0)
+    chars_before = sum(len(t["content"]) for t in plan.turns) + (len(plan.fold["text"]) if plan.fold else 0)
+    emit({"event": "summarization_started", "agent_id": job.agent_id, "round": job.round, "reason": job.reason,
+          "turns": len(plan.turns), "chunks": len(parts), "tokens_before": tokens_before})
     started = time.perf_counter()
+    fold, usage, calls, structured = plan.fold, Usage(input_tokens=0, output_tokens=0, total_tokens=0), 0, True
+    narrative, facets = (fold["narrative"], fold["facets"]) if fold else ("", empty_facets())
     error: str | None = None
-    narrative, facets, structured, usage = "", empty_facets(), True, None
-    for attempt in range(2):
+    for part in parts:
         try:
-            narrative, facets, structured, usage = _call(model, messages)
-            error = None
-            break
-        except Exception as exc:  # noqa: BLE001 - every failure is recorded, none is fatal here
+            narrative, new_facets, structured, used, n = _call_with_retry(model, job, fold, part)
+        except Exception as exc:  # noqa: BLE001 - a failed summary is recorded; the debate goes on
             error = f"{type(exc).__name__}: {exc}"[:500]
-            if not is_transport_error(exc) or attempt == 1:
-                break
-            sleep(0.25 * 2**attempt)
-    latency_ms = int((time.perf_counter() - started) * 1000)
-    merged = merge_facets(plan.fold["facets"] if plan.fold else None, facets)
-    text = render_summary(narrative, merged, request.settings.max_length) if error is None else ""
-    covered = [*(plan.fold["covered_turn_ids"] if plan.fold else []), *(t["id"] for t in shown)]
-    record = SummaryRecord(
-        id=f"sum-{request.agent_id}-r{request.round}-{uuid.uuid4().hex[:8]}",
-        agent_id=request.agent_id,
-        role=request.role,
-        round=request.round,
-        depth=plan.depth,
-        parent_id=plan.parent_id,
-        status="ok" if error is None else "failed",
-        text=text,
-        narrative=narrative,
-        facets=merged,
-        covered_turn_ids=covered if error is None else [],
-        chars_before=chars_before,
-        chars_after=len(text),
-        tokens_before=tokens_before,
-        tokens_after=count_tokens(text),
-        strategy=request.strategy,
-        reason=request.reason,
-        structured=structured,
-        error=error,
-        latency_ms=latency_ms,
-        usage=usage,
-        model=info.spec,
-        temperature=info.temperature,
-        provider=info.provider,
-        created_at=time.time(),
-    )
+            break
+        calls += n
+        usage = _add(usage, used)
+        facets = merge_facets(facets, new_facets)
+        fold = _interim(job, fold, narrative, facets)
+    record = _record(job, narrative, facets, error, calls, usage, chars_before, tokens_before, started, structured)
     if error is None:
-        emit(
-            {
-                "event": "summarization_completed",
-                "agent_id": request.agent_id,
-                "round": request.round,
-                "summary_id": record["id"],
-                "turns": len(shown),
-                "tokens_before": tokens_before,
-                "tokens_after": record["tokens_after"],
-                "usage": usage,
-                "latency_ms": latency_ms,
-            }
-        )
+        emit({"event": "summarization_completed", "agent_id": job.agent_id, "round": job.round,
+              "summary_id": record["id"], "turns": len(plan.turns), "tokens_before": tokens_before,
+              "tokens_after": record["tokens_after"], "calls": calls, "latency_ms": record["latency_ms"]})
     else:
-        emit({"event": "summarization_error", "agent_id": request.agent_id, "round": request.round, "error": error})
+        emit({"event": "summarization_error", "agent_id": job.agent_id, "round": job.round, "error": error})
     return record
 
 
-def _call(model: BaseChatModel, messages: list[Any]) -> tuple[str, SummaryFacets, bool, Usage | None]:
-    # The summarizer's tokens must stay out of the `messages` stream.
-    config: RunnableConfig = {"tags": ["nostream", "summarizer"]}
+def _call_with_retry(
+    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn]
+) -> tuple[str, SummaryFacets, bool, Usage | None, int]:
+    length = target_length(job)
+    for attempt in range(2):
+        try:
+            return (*_call(model, job, fold, part, length), attempt + 1)
+        except TruncatedReply:
+            if attempt == 1:
+                raise
+            length = max(200, length // 2)
+    raise AssertionError("unreachable")
+
+
+def _call(
+    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int
+) -> tuple[str, SummaryFacets, bool, Usage | None]:
+    view = build_view(ViewRequest(
+        system_prompt=job.system_prompt(length), task=job.instruction, summary=fold,
+        newest_first=reversed(part), since=part[0]["seq"] if part else 0,
+        to_seq=part[-1]["seq"] + 1 if part else 0, budget=job.budget,
+    ))
+    messages = [SystemMessage(view.system), HumanMessage(view.user)]
+    # The summarizer's tokens stay out of the `messages` stream.
+    config: RunnableConfig = {"tags": ["nostream", "summarizer"], "metadata": {"agent_id": job.agent_id}}
     try:
         runnable = model.with_structured_output(StructuredSummary, method="function_calling", include_raw=True)
     except NotImplementedError:
         reply = model.invoke(messages, config=config)
-        return str(reply.content).strip(), empty_facets(), False, usage_of(reply)
+        _check_finish(reply)
+        return reply.text.strip(), empty_facets(), False, usage_of(reply)
     out = cast(dict[str, Any], runnable.invoke(messages, config=config))
+    _check_finish(out.get("raw"))
     if out.get("parsing_error") is not None or out.get("parsed") is None:
         raise ValueError(f"invalid summary output: {out.get('parsing_error') or 'nothing parsed'}")
     parsed: StructuredSummary = out["parsed"]
     facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
     return parsed.narrative.strip(), facets, True, usage_of(out.get("raw"))
+
+
+def _check_finish(message: Any) -> None:
+    meta = getattr(message, "response_metadata", None) or {}
+    if meta.get("finish_reason") == "length":
+        raise TruncatedReply("the summary stopped at the output limit")
+
+
+def _interim(job: SummaryJob, fold: SummaryRecord | None, narrative: str, facets: SummaryFacets) -> SummaryRecord:
+    text = render_summary(narrative, facets, job.max_length)
+    base = fold or cast(SummaryRecord, {"id": f"interim-{job.agent_id}", "depth": 0, "parent_id": None})
+    return cast(SummaryRecord, {**base, "text": text, "narrative": narrative, "facets": facets,
+                                "tokens_after": count_tokens(text)})
+
+
+def _add(total: Usage, used: Usage | None) -> Usage:
+    if not used:
+        return total
+    return Usage(**{k: total[k] + used[k] for k in total})  # type: ignore[literal-required,typeddict-item]
+
+
+def _record(
+    job: SummaryJob, narrative: str, facets: SummaryFacets, error: str | None, calls: int, usage: Usage,
+    chars_before: int, tokens_before: int, started: float, structured: bool,
+) -> SummaryRecord:
+    plan = job.plan
+    text = render_summary(narrative, facets, job.max_length) if error is None else ""
+    return SummaryRecord(
+        id=f"sum-{job.agent_id}-r{job.round}-{plan.through}",
+        agent_id=job.agent_id,
+        role=job.role,
+        round=job.round,
+        depth=plan.depth,
+        parent_id=plan.parent_id,
+        status="ok" if error is None else "failed",
+        text=text,
+        narrative=narrative,
+        facets=facets,
+        through=plan.through if error is None else (plan.fold["through"] if plan.fold else 0),
+        calls=calls,
+        chars_before=chars_before,
+        chars_after=len(text),
+        tokens_before=tokens_before,
+        tokens_after=count_tokens(text),
+        strategy=job.strategy,
+        reason=job.reason + ("; depth cap: the chain restarts from a summary of itself" if plan.restarted else ""),
+        structured=structured,
+        error=error,
+        latency_ms=int((time.perf_counter() - started) * 1000),
+        usage=usage if calls else None,
+        model=job.model_spec,
+        created_at=time.time(),
+    )
 
 
 def usage_of(message: Any) -> Usage | None:
@@ -211,3 +230,8 @@ def usage_of(message: Any) -> Usage | None:
         output_tokens=int(meta.get("output_tokens", 0)),
         total_tokens=int(meta.get("total_tokens", 0)),
     )
+
+
+def with_plan(job: SummaryJob, plan: Plan) -> SummaryJob:
+    """The same job over other material."""
+    return replace(job, plan=plan)

@@ -3,19 +3,45 @@
 Usage is measured on the live history, what the agent would otherwise be
 shown: its latest summary plus the perspective turns that summary does not
 cover. Ratios are taken against the history budget (summary + recent slices
-of the working context), the part of the prompt history has to fit in.
+of the working context). One rule overrides every guard: when the uncovered
+turns no longer fit the recent slice, the view would have to leave some out,
+so a summary must be made now. That is what keeps every view whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.records import SummaryRecord, Turn
-from memory.settings import SummarizationSettings
-from memory.tokens import count_tokens
+from debate_engine.memory.budget import Budget, turn_cost
+from debate_engine.memory.records import SummaryRecord, Turn
+from debate_engine.memory.settings import SummarizationSettings
 
-EMERGENCY_RATIO = 1.0
+
+@dataclass(frozen=True)
+class Live:
+    """What an agent would see verbatim: its uncovered turns, measured newest first."""
+
+    turns: int
+    tokens: int
+    """Tokens of the turns as a view renders them."""
+    chars: int
+    saturated: bool = False
+    """True when counting stopped early because every trigger had already fired."""
+
+
+def measure(newest_first: Iterable[Turn], settings: SummarizationSettings, budget: Budget) -> Live:
+    """Count the uncovered turns, stopping once no trigger could change its answer."""
+    turns = tokens = chars = 0
+    enough_tokens = max(budget.recent, settings.token_limit, budget.history) + 1
+    enough_turns = max(settings.every_n_turns, settings.cooldown_turns, settings.min_turns) + 1
+    for turn in newest_first:
+        turns += 1
+        tokens += turn_cost(turn)
+        chars += len(turn["content"])
+        if tokens >= enough_tokens and turns >= enough_turns and chars >= settings.threshold:
+            return Live(turns, tokens, chars, saturated=True)
+    return Live(turns, tokens, chars)
 
 
 @dataclass(frozen=True)
@@ -26,81 +52,39 @@ class Decision:
     reason: str
     ratio: float
     live_tokens: int
-    depth_capped: bool = False
 
 
-def live_usage(summary: SummaryRecord | None, fresh_turns: Sequence[Turn]) -> tuple[int, int]:
-    """Characters and tokens of the summary plus the turns it does not cover."""
-    chars = sum(len(t["content"]) for t in fresh_turns)
-    tokens = sum(t["tokens"] or count_tokens(t["content"]) for t in fresh_turns)
-    if summary is not None:
-        chars += len(summary["text"])
-        tokens += summary["tokens_after"]
-    return chars, tokens
-
-
-def decide(
-    fresh_turns: Sequence[Turn],
-    summary: SummaryRecord | None,
-    settings: SummarizationSettings,
-    history_budget: int,
-) -> Decision:
+def decide(live: Live, summary: SummaryRecord | None, settings: SummarizationSettings, budget: Budget) -> Decision:
     """Decide whether a perspective should be summarized before its next call."""
-    chars, tokens = live_usage(summary, fresh_turns)
-    ratio = tokens / history_budget if history_budget > 0 else float("inf")
+    summary_tokens = summary["tokens_after"] if summary else 0
+    tokens = live.tokens + summary_tokens
+    ratio = tokens / budget.history if budget.history > 0 else float("inf")
 
-    def no(why: str, capped: bool = False) -> Decision:
-        return Decision(False, why, ratio, tokens, capped)
+    def no(why: str) -> Decision:
+        return Decision(False, why, ratio, tokens)
 
     if not settings.enabled:
         return no("disabled")
+    if live.tokens > budget.recent and live.turns >= 1:
+        return Decision(True, f"overflow: {live.tokens} uncovered tokens > recent budget {budget.recent}", ratio, tokens)
     reasons = []
+    chars = live.chars + (len(summary["text"]) if summary else 0)
     if settings.threshold and chars >= settings.threshold:
         reasons.append(f"chars {chars} >= {settings.threshold}")
     if settings.token_limit and tokens >= settings.token_limit:
         reasons.append(f"tokens {tokens} >= {settings.token_limit}")
     if ratio >= settings.trigger_ratio:
         reasons.append(f"token_ratio {ratio:.2f} >= {settings.trigger_ratio:.2f}")
-    if settings.every_n_turns and len(fresh_turns) >= settings.every_n_turns:
-        reasons.append(f"turns {len(fresh_turns)} >= {settings.every_n_turns}")
+    if settings.every_n_turns and live.turns >= settings.every_n_turns:
+        reasons.append(f"turns {live.turns} >= {settings.every_n_turns}")
     if not reasons:
         return no("below every trigger")
     reason = "; ".join(reasons)
-    emergency = ratio >= EMERGENCY_RATIO
-
-    if len(fresh_turns) < settings.min_turns:
-        return no(f"{reason}, but only {len(fresh_turns)} new turns (< {settings.min_turns})")
+    if live.turns < settings.min_turns:
+        return no(f"{reason}, but only {live.turns} new turns (< {settings.min_turns})")
     if summary is not None:
-        if settings.method == "rolling" and summary["depth"] >= settings.max_depth:
-            return no(f"{reason}, but the chain is at depth {summary['depth']} (max {settings.max_depth})", True)
-        in_cooldown = len(fresh_turns) < settings.cooldown_turns
-        rearmed = history_budget > 0 and summary["tokens_after"] / history_budget < settings.reset_ratio
-        if in_cooldown and not rearmed and not emergency:
+        in_cooldown = live.turns < settings.cooldown_turns
+        rearmed = budget.history > 0 and summary_tokens / budget.history < settings.reset_ratio
+        if in_cooldown and not rearmed:
             return no(f"{reason}, but in cooldown and not re-armed below {settings.reset_ratio:.2f}")
-    if emergency:
-        reason = f"emergency: {reason}"
     return Decision(True, reason, ratio, tokens)
-
-
-def verbatim_limit(
-    fresh_turns: Sequence[Turn],
-    summary: SummaryRecord | None,
-    settings: SummarizationSettings,
-    history_budget: int,
-    floor: int = 2,
-) -> int | None:
-    """Past the depth cap, how many newest turns a view may still show verbatim.
-
-    With no more summaries allowed, the tail shrinks until summary + tail is
-    back under the trigger, never below ``floor`` turns. None: no limit.
-    """
-    if not settings.enabled or summary is None or settings.method != "rolling" or summary["depth"] < settings.max_depth:
-        return None
-    room = settings.trigger_ratio * history_budget - summary["tokens_after"]
-    kept = 0
-    for turn in reversed(fresh_turns):
-        room -= turn["tokens"]
-        if room < 0:
-            break
-        kept += 1
-    return max(kept, floor)

@@ -1,27 +1,22 @@
-"""One module per debate phase; planner nodes build prompts, worker nodes call models."""
+"""One module per debate phase; each node plans its calls, runs them as tasks and applies the replies."""
 
-from nodes.clarify import clarify, collect_answers
-from nodes.critique import critique, plan_critiques
-from nodes.propose import plan_proposals, propose
-from nodes.refine import plan_refinements, refine
-from nodes.setup import setup
-from nodes.summarize import SummarizationAborted, plan_round, summarize
-from nodes.synthesize import JudgeSolution, render_solution, synthesize
+from debate_engine.nodes.clarify import clarify
+from debate_engine.nodes.critique import critique
+from debate_engine.nodes.propose import propose
+from debate_engine.nodes.refine import refine
+from debate_engine.nodes.setup import setup
+from debate_engine.nodes.summarize import SummarizationAborted, summarize_node
+from debate_engine.nodes.synthesize import JudgeSolution, render_solution, synthesize
 
 __all__ = [
     "JudgeSolution",
     "SummarizationAborted",
     "clarify",
-    "collect_answers",
     "critique",
-    "plan_critiques",
-    "plan_proposals",
-    "plan_refinements",
-    "plan_round",
     "propose",
     "refine",
     "render_solution",
     "setup",
-    "summarize",
+    "summarize_node",
     "synthesize",
 ]

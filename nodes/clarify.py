@@ -1,34 +1,47 @@
 """Clarifications: each agent asks its questions, then the user answers them.
 
-``clarify`` runs once per agent (fan-out); ``collect_answers`` pauses the
-graph with ``interrupt()`` until the user, Studio or the SDK resumes it with
-the answers. An empty answer is recorded as such.
+The questions are asked concurrently as tasks; ``interrupt()`` then pauses
+the graph until the user, Studio or the SDK resumes it with the answers. On
+resume the node runs again from its start, and the finished question calls
+come back from the checkpoint instead of being asked again.
 """
 
 from __future__ import annotations
 
 import re
-import time
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.types import interrupt
 
-from graph.state import AgentTask, Clarification, ConversationState
-from memory import Turn, count_tokens
-from nodes._shared import emit, speak
+from debate_engine.graph.state import ConversationState
+from debate_engine.memory import new_turn
+from debate_engine.nodes.calls import Call, Reply, phase_node
+from debate_engine.nodes.status import advance
+from debate_engine.nodes.views import agent_call
+from debate_engine.prompts import load_prompt, render
 
 NO_ANSWER = "(no answer)"
 
 
-def clarify(task: AgentTask) -> dict[str, Any]:
-    """Ask one agent for its clarifying questions."""
-    turn = speak(task)
-    lines = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", line).strip() for line in turn["content"].splitlines()]
-    questions = [q for q in lines if q and q.upper() != "NONE"][: task["extra"]["max_questions"]]
-    return {"questions": [Clarification(agent_id=task["agent_id"], questions=questions, view=task["view"])]}
+def plan(state: ConversationState) -> list[Call]:
+    """One call per agent for its clarifying questions."""
+    settings = state["settings"]
+    return [
+        agent_call(state, a, None, kind="clarification", round_no=0, task=render(
+            load_prompt("phases/clarify"), problem=state["problem"], role=a["role"],
+            max_questions=settings["max_questions"]))
+        for a in settings["agents"]
+    ]
 
 
-def _answers_for(resume: Any, agent_id: str, count: int) -> list[str]:
+def questions_of(text: str, limit: int) -> list[str]:
+    """The questions in a reply: one per line, list markers stripped, NONE meaning none."""
+    lines = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", line).strip() for line in text.splitlines()]
+    return [q for q in lines if q and q.upper().rstrip(".") != "NONE"][:limit]
+
+
+def answers_for(resume: Any, agent_id: str, count: int) -> list[str]:
     """Accept ``{agent_id: [answers]}``, ``{agent_id: "text"}`` or one string for all."""
     value = resume.get(agent_id, "") if isinstance(resume, dict) else resume
     if isinstance(value, str):
@@ -37,35 +50,24 @@ def _answers_for(resume: Any, agent_id: str, count: int) -> list[str]:
     return [a or NO_ANSWER for a in answers + [""] * (count - len(answers))]
 
 
-def collect_answers(state: ConversationState) -> dict[str, Any]:
-    """Interrupt for the user's answers and record each agent's questions and answers."""
-    asked = [q for q in state.get("questions", []) if q["questions"]]
+def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
+    """Ask the user (an interrupt) and record each agent's questions with the answers."""
+    limit = state["settings"]["max_questions"]
+    asked = [(c, r, questions_of(r["content"], limit)) for c, r in zip(calls, replies, strict=True)]
+    asked = [(c, r, qs) for c, r, qs in asked if qs]
+    update: dict[str, Any] = {"phase": "clarify", "questions": []}
     if not asked:
-        return {"questions": [], "phase": "clarify"}
-    emit({"event": "clarifications_requested", "agents": [q["agent_id"] for q in asked]})
-    resume = interrupt({"questions": [{"agent_id": q["agent_id"], "questions": q["questions"]} for q in asked]})
-    by_id = {a["id"]: a for a in state["agents"]}
+        return {**update, "status": advance(state, "clarify", 0)}
+    resume = interrupt({"questions": [{"agent_id": c.agent["id"], "questions": qs} for c, _, qs in asked]})
+    start = len(state.get("transcript", []))
     turns = []
-    for q in asked:
-        answers = _answers_for(resume, q["agent_id"], len(q["questions"]))
-        content = "\n".join(
-            f"Q: {question}\nA: {answer}" for question, answer in zip(q["questions"], answers, strict=False)
-        )
-        turns.append(
-            Turn(
-                id=f"clarification:r0:{q['agent_id']}",
-                round=0,
-                kind="clarification",
-                speaker=q["agent_id"],
-                role=by_id[q["agent_id"]]["role"],
-                target=None,
-                content=content,
-                tokens=count_tokens(content),
-                model=by_id[q["agent_id"]]["model"],
-                usage=None,
-                latency_ms=0,
-                view=q.get("view"),
-                created_at=time.time(),
-            )
-        )
-    return {"transcript": turns, "questions": [], "phase": "clarify"}
+    for i, (call, reply, qs) in enumerate(asked):
+        answers = answers_for(resume, call.agent["id"], len(qs))
+        content = "\n".join(f"Q: {q}\nA: {a}" for q, a in zip(qs, answers, strict=True))
+        turns.append(new_turn(start + i, kind="clarification", round_no=0, speaker=call.agent["id"],
+                              role=call.agent["role"], content=content, model=call.agent["model"],
+                              usage=reply["usage"], latency_ms=reply["latency_ms"], view=call.view))
+    return {**update, "transcript": turns, "status": advance(state, "clarify", 0, turns)}
+
+
+clarify = phase_node("clarify", plan, apply)

@@ -1,52 +1,45 @@
-"""Critiques: every agent critiques every other agent's proposal of the round."""
+"""Critiques: every agent critiques every other agent's current proposal."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langgraph.runtime import Runtime
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.calls import Call, Reply, phase_node, record_turns
+from debate_engine.nodes.schedule import next_step
+from debate_engine.nodes.status import advance, emit
+from debate_engine.nodes.views import agent_call, latest_position, summaries_of
+from debate_engine.prompts import load_prompt, render
 
-from graph.context import Context
-from graph.state import AgentTask, ConversationState
-from nodes._shared import agent_task, emit, latest_of, plan_of, speak
-from prompts import load_prompt, render
 
-
-def plan_critiques(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Plan N x (N-1) critique calls; none with a single agent."""
-    round_no = state["round"]
-    agents = state["agents"]
-    if len(agents) < 2:
-        return {"phase": "critique", "tasks": []}
-    emit({"event": "phase_started", "phase": "critique", "round": round_no, "rounds": state["rounds"]})
-    plan = plan_of(runtime)
-    proposals = latest_of(state, "proposal", round_no)
+def plan(state: ConversationState) -> list[Call]:
+    """N x (N-1) calls: each critic on each other agent's newest proposal or refinement."""
+    _, round_no = next_step(state)
+    agents = state["settings"]["agents"]
+    emit({"event": "phase_started", "phase": "critique", "round": round_no, "rounds": state["settings"]["rounds"]})
+    summaries = summaries_of(state, agents)
+    positions = {a["id"]: latest_position(state, a["id"]) for a in agents}
     template = load_prompt("phases/critique")
-    tasks = [
-        agent_task(
-            state,
-            plan,
-            critic,
-            node="critique",
-            kind="critique",
-            target=target["id"],
-            task=render(
-                template,
-                problem=state["problem"],
-                role=critic["role"],
-                target=target["id"],
-                target_role=target["role"],
-                proposal=proposals[target["id"]]["content"],
-            ),
-            round_no=round_no,
+    transcript = state["transcript"]
+    return [
+        agent_call(
+            state, critic, summaries.get(critic["id"]), kind="critique", round_no=round_no, target=target["id"],
+            task=render(template, problem=state["problem"], role=critic["role"], target=target["id"],
+                        target_role=target["role"], proposal=transcript[seq]["content"]),
         )
         for critic in agents
         for target in agents
-        if critic["id"] != target["id"] and target["id"] in proposals
+        if critic["id"] != target["id"] and (seq := positions[target["id"]]) is not None
     ]
-    return {"phase": "critique", "tasks": tasks}
 
 
-def critique(task: AgentTask) -> dict[str, Any]:
-    """Write one critique of one proposal."""
-    return {"transcript": [speak(task)]}
+def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
+    """Append the critiques as turns."""
+    _, round_no = next_step(state)
+    turns = record_turns(state, calls, replies)
+    return {"transcript": turns, "round": round_no, "phase": "critique",
+            "status": advance(state, "critique", round_no, turns)}
+
+
+critique = phase_node("critique", plan, apply)

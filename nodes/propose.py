@@ -1,65 +1,34 @@
-"""Proposals: each agent proposes in round 1; later rounds carry refinements over.
-
-From round 2 on an agent's proposal is its previous refinement, copied
-without a model call, as in the seed system.
-"""
+"""Proposals: in round 1 every agent proposes a solution to the problem."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 from typing import Any
 
-from langgraph.runtime import Runtime
-
-from graph.context import Context
-from graph.state import AgentTask, ConversationState
-from memory import Turn
-from nodes._shared import agent_task, emit, latest_of, plan_of, speak
-from prompts import load_prompt, render
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.calls import Call, Reply, phase_node, record_turns
+from debate_engine.nodes.status import advance, emit
+from debate_engine.nodes.views import agent_call, summaries_of
+from debate_engine.prompts import load_prompt, render
 
 
-def plan_proposals(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Open a round: plan one proposal call per agent, or carry refinements over."""
-    round_no = state["round"] + 1
-    emit({"event": "phase_started", "phase": "propose", "round": round_no, "rounds": state["rounds"]})
-    if round_no > 1:
-        refined = latest_of(state, "refinement", round_no - 1)
-        carried = [
-            Turn(
-                **{
-                    **refined[a["id"]],
-                    "id": f"proposal:r{round_no}:{a['id']}",
-                    "kind": "proposal",
-                    "round": round_no,
-                    "model": None,
-                    "usage": None,
-                    "view": None,
-                    "latency_ms": 0,
-                    "created_at": time.time(),
-                    "carried_from": refined[a["id"]]["id"],
-                }
-            )
-            for a in state["agents"]
-            if a["id"] in refined
-        ]
-        return {"round": round_no, "phase": "propose", "tasks": [], "transcript": carried}
-    plan = plan_of(runtime)
-    seeded = {**state, "round": round_no}
-    tasks = [
-        agent_task(
-            seeded,  # type: ignore[arg-type]
-            plan,
-            agent,
-            node="propose",
-            kind="proposal",
-            task=render(load_prompt("phases/propose"), problem=state["problem"], role=agent["role"]),
-            round_no=round_no,
-        )
-        for agent in state["agents"]
+def plan(state: ConversationState) -> list[Call]:
+    """One proposal call per agent, in the settings' order."""
+    agents = state["settings"]["agents"]
+    summaries = summaries_of(state, agents)
+    emit({"event": "phase_started", "phase": "propose", "round": 1, "rounds": state["settings"]["rounds"]})
+    template = load_prompt("phases/propose")
+    return [
+        agent_call(state, a, summaries.get(a["id"]), kind="proposal", round_no=1,
+                   task=render(template, problem=state["problem"], role=a["role"]))
+        for a in agents
     ]
-    return {"round": round_no, "phase": "propose", "tasks": tasks}
 
 
-def propose(task: AgentTask) -> dict[str, Any]:
-    """Write one agent's proposal."""
-    return {"transcript": [speak(task)]}
+def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
+    """Append the proposals as turns."""
+    turns = record_turns(state, calls, replies)
+    return {"transcript": turns, "round": 1, "phase": "propose", "status": advance(state, "propose", 1, turns)}
+
+
+propose = phase_node("propose", plan, apply)

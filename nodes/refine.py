@@ -2,40 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from langgraph.runtime import Runtime
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.calls import Call, Reply, phase_node, record_turns
+from debate_engine.nodes.schedule import next_step
+from debate_engine.nodes.status import advance, emit
+from debate_engine.nodes.views import agent_call, latest_position, summaries_of
+from debate_engine.prompts import load_prompt, render
 
-from graph.context import Context
-from graph.state import AgentTask, ConversationState
-from nodes._shared import agent_task, emit, latest_of, plan_of, speak
-from prompts import load_prompt, render
 
-
-def plan_refinements(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Plan one refinement call per agent; its proposal is the task, its critiques the history."""
-    round_no = state["round"]
-    emit({"event": "phase_started", "phase": "refine", "round": round_no, "rounds": state["rounds"]})
-    plan = plan_of(runtime)
-    proposals = latest_of(state, "proposal", round_no)
+def plan(state: ConversationState) -> list[Call]:
+    """One call per agent: its current proposal is the task, the critiques of it are its history."""
+    _, round_no = next_step(state)
+    agents = state["settings"]["agents"]
+    emit({"event": "phase_started", "phase": "refine", "round": round_no, "rounds": state["settings"]["rounds"]})
+    summaries = summaries_of(state, agents)
     template = load_prompt("phases/refine")
-    tasks = [
-        agent_task(
-            state,
-            plan,
-            agent,
-            node="refine",
-            kind="refinement",
-            task=render(template, problem=state["problem"], proposal=proposals[agent["id"]]["content"]),
-            round_no=round_no,
-            exclude=[proposals[agent["id"]]["id"]],
-        )
-        for agent in state["agents"]
-        if agent["id"] in proposals
-    ]
-    return {"phase": "refine", "tasks": tasks}
+    calls = []
+    for agent in agents:
+        seq = latest_position(state, agent["id"])
+        proposal = state["transcript"][seq]["content"] if seq is not None else "(no proposal yet)"
+        calls.append(agent_call(
+            state, agent, summaries.get(agent["id"]), kind="refinement", round_no=round_no, exclude=seq,
+            task=render(template, problem=state["problem"], proposal=proposal),
+        ))
+    return calls
 
 
-def refine(task: AgentTask) -> dict[str, Any]:
-    """Write one agent's refined proposal."""
-    return {"transcript": [speak(task)]}
+def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
+    """Append the refinements as turns; the round is complete."""
+    _, round_no = next_step(state)
+    turns = record_turns(state, calls, replies)
+    return {"transcript": turns, "round": round_no, "phase": "refine",
+            "status": advance(state, "refine", round_no, turns)}
+
+
+refine = phase_node("refine", plan, apply)

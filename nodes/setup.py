@@ -1,41 +1,39 @@
-"""Set the debate up: fix the roster and plan, and plan the clarifying questions."""
+"""Set the debate up: fix the run's settings into state and start every tier afresh.
+
+A new input on a thread that already holds a debate starts a clean debate:
+the logs are overwritten, and the earlier debate stays in the thread's
+checkpoint history.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
-from graph.context import Context
-from graph.state import ConversationState
-from nodes._shared import agent_task, emit, plan_of
-from prompts import load_prompt, render
+from debate_engine.graph.config import resolve
+from debate_engine.graph.context import Context
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.status import emit, new_status
 
 
 def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Resolve the run's settings into the state; ask for questions when clarifying."""
+    """Resolve the run's context once; everything after reads the settings from state."""
     problem = (state.get("problem") or "").strip()
     if not problem:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
-    plan = plan_of(runtime)
-    update: dict[str, Any] = {
+    settings = resolve(runtime.context or Context())
+    emit({"event": "debate_started", "agents": [a["id"] for a in settings["agents"]], "rounds": settings["rounds"]})
+    return {
         "problem": problem,
-        "agents": list(plan.agents),
-        "judge": plan.judge,
-        "rounds": plan.rounds,
+        "settings": settings,
+        "transcript": Overwrite([]),
+        "summary_log": Overwrite([]),
         "round": 0,
         "phase": "setup",
+        "summarized_for": "",
+        "questions": [],
         "solution": None,
-        "judge_summary": None,
+        "status": new_status(problem, settings["rounds"]),
     }
-    tasks = []
-    if plan.clarify and plan.max_questions > 0:
-        seeded = {**state, **update}
-        for agent in plan.agents:
-            ask = render(
-                load_prompt("phases/clarify"), problem=problem, role=agent["role"], max_questions=plan.max_questions
-            )
-            task = agent_task(seeded, plan, agent, node="clarify", kind="clarification", task=ask, round_no=0)  # type: ignore[arg-type]
-            tasks.append({**task, "extra": {"max_questions": plan.max_questions}})
-    emit({"event": "debate_started", "agents": [a["id"] for a in plan.agents], "rounds": plan.rounds})
-    return {**update, "tasks": tasks}

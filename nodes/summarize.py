@@ -1,39 +1,38 @@
-"""The conditional summarize step, at the start of each round and before synthesis.
+"""The conditional summarize step: before a phase, summarize every perspective whose trigger fired.
 
-``plan_round`` asks ``memory`` whose trigger fires and plans one summary per
-such agent (or the judge); ``summarize`` runs one. The rules live in
-``memory``; this module only wires them to the graph.
+Which perspectives are due, what a summary reads and how it is made are
+memory rules (``memory.planning``, ``memory.summarizer``); this module only
+runs them as tasks. The judge's perspective is kept the same way, so the
+synthesis sees the whole debate through its summary and recent turns.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from langgraph.runtime import Runtime
+from langgraph.func import task
 
-from graph.context import Context
-from graph.models import chat_model, provider_of
-from graph.state import AgentProfile, AgentTask, ConversationState
-from memory import (
+from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.memory import (
     JUDGE_ID,
-    Budget,
-    ModelInfo,
-    Plan,
+    Decision,
     SummarizationSettings,
-    SummaryRequest,
-    Turn,
-    decide,
-    get_strategy,
-    latest_summary,
-    perspective_for,
-    uncovered,
+    SummaryJob,
+    SummaryRecord,
+    should_summarize,
+    summarize,
+    summary_material,
 )
-from memory import (
-    summarize as run_summary,
-)
-from nodes._shared import budget_of, emit, plan_of
-from prompts import load_prompt, read_prompt_file, render
+from debate_engine.nodes.calls import phase_node
+from debate_engine.nodes.schedule import next_step, step_key
+from debate_engine.nodes.status import advance, emit
+from debate_engine.nodes.views import budget_of, summaries_of
+from debate_engine.prompts import load_prompt, render
+from debate_engine.providers.factory import chat_model
 
 SUMMARY_TEMPERATURE_CAP = 0.3
 
@@ -42,100 +41,86 @@ class SummarizationAborted(RuntimeError):
     """A summary failed and the settings say to stop (``abortOnFailure``)."""
 
 
-def plan_round(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Decide which perspectives to summarize before the next round or the synthesis."""
-    plan = plan_of(runtime)
-    finishing = state["round"] >= state["rounds"]
-    who = [state["judge"]] if finishing else state["agents"]
-    tasks = [t for t in (_summary_task(state, budget_of(p, plan), p) for p in who) if t is not None]
-    return {"tasks": tasks, "phase": "synthesize" if finishing else "summarize"}
+def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
+    """The perspectives to summarize before the next step: its speakers' and the judge's."""
+    step, round_no = next_step(state)
+    if step == "done" or state.get("summarized_for") == step_key(step, round_no):
+        return []
+    settings = state["settings"]
+    viewers = [settings["judge"]] if step == "synthesize" else [*settings["agents"], settings["judge"]]
+    latest = summaries_of(state, viewers)
+    out = []
+    for profile in viewers:
+        decision = should_summarize(
+            state.get("transcript", []), profile["id"], latest.get(profile["id"]),
+            SummarizationSettings.model_validate(profile["summarization"]), budget_of(profile),
+        )
+        if decision.fire:
+            out.append((profile, decision))
+    return out
 
 
-def _summary_task(state: ConversationState, budget: Budget, profile: AgentProfile) -> AgentTask | None:
-    settings = SummarizationSettings.model_validate(profile["summarization"])
-    agent_id = profile["id"]
-    perspective = perspective_for(state.get("transcript", []), agent_id, state["rounds"])
-    previous = latest_summary(state.get("summary_log", []), agent_id)
-    decision = decide(uncovered(perspective, previous), previous, settings, budget.history)
-    if not decision.fire:
-        return None
-    strategy = get_strategy(settings.method)
-    material = strategy.plan(perspective, previous, settings.preserve_recent)
-    turns: list[Turn] = []
-    room = budget.total
-    for turn in reversed(material.turns):  # what one call can read: newest first
-        room -= turn["tokens"] + 16
-        if room < 0:
-            break
-        turns.insert(0, turn)
-    if not turns:
-        return None
-    who = (
-        "the judge (the final round's proposals and refinements)"
-        if agent_id == JUDGE_ID
-        else f"the {profile['role']} agent {agent_id}"
-    )
-    system = (
-        read_prompt_file(profile["summary_prompt_path"], f"summaryPromptPath of {agent_id}")
-        or read_prompt_file(settings.prompt_path, "summarization.promptPath")
-        or render(load_prompt("phases/summarize"), who=who, max_length=settings.max_length)
-    )
-    fold_note = " and fold the previous summary into the new one" if material.fold else ""
-    return AgentTask(
-        node="summarize",
-        agent_id=agent_id,
-        role=profile["role"],
-        kind="summary",
-        round=state["round"] + (0 if state["round"] >= state["rounds"] else 1),
-        target=None,
-        model=profile["model"],
-        temperature=min(profile["temperature"], SUMMARY_TEMPERATURE_CAP),
-        max_tokens=budget.summary,
-        timeout_s=120,
-        system=system,
-        user=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
-        view=None,
-        extra={
-            "fold": material.fold,
-            "turns": turns,
-            "depth": material.depth,
-            "parent_id": material.parent_id,
-            "settings": profile["summarization"],
-            "strategy": strategy.name,
-            "reason": decision.reason,
-            "budget": asdict(budget),
-        },
-    )
+@dataclass(frozen=True)
+class SummaryCall:
+    """One summary to make, with the agent whose model makes it."""
+
+    agent: AgentProfile
+    job: SummaryJob
 
 
-def summarize(task: AgentTask) -> dict[str, Any]:
-    """Summarize one perspective; a failure is recorded and the debate goes on."""
-    extra = task["extra"]
-    settings = SummarizationSettings.model_validate(extra["settings"])
-    model = chat_model(task["model"], temperature=task["temperature"], max_tokens=task["max_tokens"])
-    record = run_summary(
-        model,
-        ModelInfo(spec=task["model"], provider=provider_of(task["model"]), temperature=task["temperature"]),
-        SummaryRequest(
-            agent_id=task["agent_id"],
-            role=task["role"],
-            round=task["round"],
-            reason=extra["reason"],
-            strategy=extra["strategy"],
-            plan=Plan(fold=extra["fold"], turns=extra["turns"], depth=extra["depth"], parent_id=extra["parent_id"]),
-            settings=settings,
-            budget=Budget(**extra["budget"]),
-            system_prompt=task["system"],
-            instruction=task["user"],
-        ),
-        emit=emit,
-    )
-    if record["status"] == "failed" and settings.abort_on_failure:
-        raise SummarizationAborted(f"summarizing {task['agent_id']} failed ({record['error']}); abortOnFailure is set")
-    update: dict[str, Any] = {"summary_log": [record]}
-    if record["status"] == "ok":
-        if task["agent_id"] == JUDGE_ID:
-            update["judge_summary"] = record
-        else:
-            update["summaries"] = {str(task["round"]): {task["agent_id"]: record}}
-    return update
+def _system_prompt(profile: AgentProfile, length: int) -> str:
+    if profile["summary_prompt"]:
+        return profile["summary_prompt"]
+    who = "the judge (the whole debate)" if profile["id"] == JUDGE_ID else f"the {profile['role']} agent {profile['id']}"
+    return render(load_prompt("phases/summarize"), who=who, max_length=length)
+
+
+def plan(state: ConversationState) -> list[SummaryCall]:
+    """One summary job per due perspective, in a fixed order."""
+    _, round_no = next_step(state)
+    calls = []
+    for profile, decision in due(state):
+        settings = SummarizationSettings.model_validate(profile["summarization"])
+        budget = budget_of(profile)
+        previous = summaries_of(state, [profile]).get(profile["id"])
+        material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
+        fold_note = " and fold the previous summary into the new one" if material.plan.fold else ""
+        calls.append(SummaryCall(agent=profile, job=SummaryJob(
+            agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
+            strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
+            max_output_tokens=profile["max_output_tokens"], budget=budget,
+            system_prompt=partial(_system_prompt, profile),
+            instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
+            model_spec=profile["model"],
+        )))
+    return calls
+
+
+@task(name="summary_call")
+def summary_call(call: SummaryCall) -> SummaryRecord:
+    """Make one summary (one or more model calls); a failure is a record, not an exception."""
+    agent = call.agent
+    model = chat_model(agent["model"], temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
+                       max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"])
+    return summarize(model, call.job, emit=emit)
+
+
+@task(name="summary_call")
+async def asummary_call(call: SummaryCall) -> SummaryRecord:
+    """The async twin of :func:`summary_call`."""
+    return await asyncio.to_thread(summary_call.func, call)  # type: ignore[attr-defined]
+
+
+def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:
+    """Append the records; stop when one failed and its settings say to abort."""
+    for call, record in zip(calls, records, strict=True):
+        settings = SummarizationSettings.model_validate(call.agent["summarization"])
+        if record["status"] == "failed" and settings.abort_on_failure:
+            raise SummarizationAborted(f"summarizing {record['agent_id']} failed ({record['error']}); "
+                                       "abortOnFailure is set")
+    step, round_no = next_step(state)
+    return {"summary_log": records, "summarized_for": step_key(step, round_no),
+            "status": advance(state, "summarize", state["round"], summaries=records)}
+
+
+summarize_node = phase_node("summarize", plan, apply, tasks=(summary_call, asummary_call))

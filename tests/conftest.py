@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from graph import Context, compile_debate
-from memory import Turn, count_tokens
+from debate_engine.graph import Context, compile_debate
+from debate_engine.memory import Turn, count_tokens
 
 
 @pytest.fixture(autouse=True)

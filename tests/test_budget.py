@@ -6,14 +6,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import build_view, count_messages, make_budget
-from memory.facets import empty_facets
-from memory.records import SummaryRecord
+from debate_engine.memory import build_view, count_messages, make_budget
+from debate_engine.memory.facets import empty_facets
+from debate_engine.memory.records import SummaryRecord
 from tests.conftest import make_turn
 
 
 def summary(text: str) -> SummaryRecord:
-    from memory import count_tokens
+    from debate_engine.memory import count_tokens
 
     return SummaryRecord(
         id="s1",

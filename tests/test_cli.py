@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from graph.cli import main
+from debate_engine.app.cli import main
 
 
 def debate_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

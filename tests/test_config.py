@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from graph.config import ConfigError, load_config, resolve
-from graph.context import Context
+from debate_engine.graph.config import ConfigError, load_config, resolve
+from debate_engine.graph.context import Context
 
 SEED = {
     "agents": [
@@ -68,7 +68,7 @@ def test_the_seed_provider_maps_onto_a_spec(tmp_path: Path) -> None:
     plan = resolve(Context(config_file=write(tmp_path, {**SEED, "agents": SEED["agents"][1:]})))
     assert plan.agents[0]["model"] == "fake"
     with pytest.raises(ConfigError, match="OPENAI|openai"):
-        from graph.models import chat_model
+        from debate_engine.providers.factory import chat_model
 
         try:
             chat_model(resolve(Context(config_file=write(tmp_path, SEED))).agents[0]["model"])
@@ -110,7 +110,7 @@ def test_an_unreadable_prompt_file_warns_and_falls_back(tmp_path: Path, caplog) 
     data = {"agents": [{"id": "a", "role": "kiss", "model": "fake", "systemPromptPath": str(tmp_path / "missing.md")}]}
     load_config(write(tmp_path, data))
     assert "systemPromptPath" in caplog.text and "missing.md" in caplog.text and "built-in" in caplog.text
-    from nodes._shared import system_prompt
+    from debate_engine.nodes._shared import system_prompt
 
     profile = resolve(Context(config_file=write(tmp_path, data))).agents[0]
     assert system_prompt(profile).startswith("You are the simplicity advocate")
@@ -120,7 +120,7 @@ def test_a_custom_system_prompt_replaces_the_built_in(tmp_path: Path) -> None:
     prompt = tmp_path / "p.md"
     prompt.write_text("You are a database expert.")
     data = {"agents": [{"id": "db", "role": "generalist", "model": "fake", "systemPromptPath": str(prompt)}]}
-    from nodes._shared import system_prompt
+    from debate_engine.nodes._shared import system_prompt
 
     assert system_prompt(resolve(Context(config_file=write(tmp_path, data))).agents[0]) == "You are a database expert."
 
@@ -135,7 +135,7 @@ def test_context_overrides_and_bad_values() -> None:
 
 
 def test_the_default_model_follows_the_environment(monkeypatch) -> None:
-    from graph.models import default_model
+    from debate_engine.providers.factory import default_model
 
     monkeypatch.delenv("DEBATE_MODEL")
     assert default_model() == "local:smollm2"

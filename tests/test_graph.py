@@ -11,10 +11,10 @@ import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from graph import Context, compile_debate
-from graph.fake_model import FakeChatModel
-from graph.routing import after_plan_critiques, after_plan_round, after_setup, after_summaries, send_tasks
-from memory import agent_perspective
+from debate_engine.graph import Context, compile_debate
+from debate_engine.providers.fake import FakeChatModel
+from debate_engine.graph.routing import after_plan_critiques, after_plan_round, after_setup, after_summaries, send_tasks
+from debate_engine.memory import agent_perspective
 
 
 def kinds(values, round_no=None):
@@ -133,7 +133,7 @@ def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_abort_on_failure_stops_the_run(tmp_path: Path) -> None:
-    from nodes import SummarizationAborted
+    from debate_engine.nodes import SummarizationAborted
 
     graph, thread, context = from_config(
         tmp_path,

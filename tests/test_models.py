@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from graph.models import ModelConfigError, chat_model, context_window, parse_spec, redact
+from debate_engine.providers.factory import ModelConfigError, chat_model, context_window, parse_spec, redact
 
 
 def test_specs_parse_and_bad_ones_say_what_is_valid() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from graph.report import render_report
+from debate_engine.app.report import render_report
 
 
 def headings(markdown: str) -> list[str]:

@@ -79,7 +79,7 @@ def test_a_debate_reloads_whole_in_a_fresh_process(tmp_path: Path) -> None:
         == 0
     )
     code = (
-        "from graph import compile_debate; from graph.persistence import open_checkpointer\n"
+        "from debate_engine.graph import compile_debate; from debate_engine.app.persistence import open_checkpointer\n"
         f"with open_checkpointer({str(db)!r}) as s:\n"
         "    v = compile_debate(checkpointer=s).get_state({'configurable': {'thread_id': 'r'}}).values\n"
         "print(len(v['transcript']), type(v['transcript'][0]).__name__, v['solution'] is not None)"

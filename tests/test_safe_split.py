@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from graph.fake_model import FakeChatModel
-from memory import find_safe_split, make_pre_model_hook, summarize_messages
+from debate_engine.providers.fake import FakeChatModel
+from debate_engine.memory import find_safe_split, make_pre_model_hook, summarize_messages
 
 
 def ai(*calls: str) -> AIMessage:

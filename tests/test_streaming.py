@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from graph import Context, compile_debate
+from debate_engine.graph import Context, compile_debate
 
 LONG = Context(model="fake:words=200", agents="architect,security", rounds=3, summary_threshold=1500)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from graph.fake_model import FakeChatModel
-from memory import (
+from debate_engine.providers.fake import FakeChatModel
+from debate_engine.memory import (
     ModelInfo,
     SummarizationSettings,
     SummaryRequest,
@@ -18,7 +18,7 @@ from memory import (
     render_summary,
     summarize,
 )
-from memory.facets import empty_facets
+from debate_engine.memory.facets import empty_facets
 from tests.conftest import make_turn
 
 INFO = ModelInfo(spec="fake", provider="fake", temperature=0.2)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory import SummarizationSettings, decide, make_budget
+from debate_engine.memory import SummarizationSettings, decide, make_budget
 from tests.conftest import make_turn
 from tests.test_budget import summary
 
@@ -84,7 +84,7 @@ def test_agent_settings_merge_field_by_field() -> None:
 
 
 def test_past_the_depth_cap_the_verbatim_tail_shrinks_but_never_below_two() -> None:
-    from memory import verbatim_limit
+    from debate_engine.memory import verbatim_limit
 
     capped = summary("word " * 200)
     capped["depth"] = 3

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.local_server import free_port
+from debate_engine.providers.local_server import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

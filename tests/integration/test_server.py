@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from graph.local_server import free_port
+from debate_engine.providers.local_server import free_port
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,6 @@ from langchain_core.language_models import BaseChatModel
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 DEFAULT_CONTEXT_WINDOW = 8192
 PROVIDERS = ("openai", "openrouter", "local", "fake")
-SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
 
 
 class ModelConfigError(ValueError):
@@ -91,7 +90,7 @@ def chat_model(spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, t
 def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> BaseChatModel:
     parsed = parse_spec(spec)
     if parsed.provider == "fake":
-        from graph.fake_model import FakeChatModel
+        from debate_engine.providers.fake import FakeChatModel
 
         p = parsed.params
         return FakeChatModel(
@@ -110,7 +109,7 @@ def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> 
         "max_retries": 3,  # the client backs off exponentially on transport errors and 429s
     }
     if parsed.provider == "local":
-        from graph.local_server import ensure_server
+        from debate_engine.providers.local_server import ensure_server
 
         server = ensure_server()
         # llama.cpp's server ignores `max_completion_tokens`, which ChatOpenAI sends: without
@@ -140,7 +139,7 @@ def context_window(spec: str, configured: int | None = None) -> int:
         return configured
     parsed = parse_spec(spec)
     if parsed.provider == "local":
-        from graph.local_server import BUDGET_WINDOW
+        from debate_engine.providers.local_server import BUDGET_WINDOW
 
         return BUDGET_WINDOW
     if parsed.provider in ("openai", "openrouter"):
@@ -158,10 +157,10 @@ def provider_of(spec: str) -> str:
     return parse_spec(spec).provider
 
 
-def redact(text: str) -> str:
-    """Remove any API key from ``text`` before it is shown, logged or stored."""
-    for env in SECRET_ENV:
-        key = os.environ.get(env)
-        if key and len(key) >= 6:
-            text = text.replace(key, "[redacted]")
-    return text
+def default_output_tokens(spec: str) -> int:
+    """Tokens reserved for each answer when nothing is configured.
+
+    The embedded model writes about 25 tokens/s on two cores and has a small
+    window: 384 keeps a useful debate within minutes and leaves room for history.
+    """
+    return 384 if spec.startswith("local") else 1024

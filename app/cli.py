@@ -20,15 +20,15 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from graph.builder import compile_debate
-from graph.config import ConfigError, resolve
-from graph.context import Context
-from graph.local_server import LocalModelError
-from graph.models import ModelConfigError, chat_model, redact
-from graph.persistence import StorageError, default_db, open_checkpointer, thread_ids
-from graph.report import export_state, render_report
-from memory import is_transport_error
-from nodes import SummarizationAborted, render_solution
+from debate_engine.graph.builder import compile_debate
+from debate_engine.graph.config import ConfigError, resolve
+from debate_engine.graph.context import Context
+from debate_engine.providers.local_server import LocalModelError
+from debate_engine.providers.factory import ModelConfigError, chat_model, redact
+from debate_engine.app.persistence import StorageError, default_db, open_checkpointer, thread_ids
+from debate_engine.app.report import export_state, render_report
+from debate_engine.memory import is_transport_error
+from debate_engine.nodes import SummarizationAborted, render_solution
 
 EXIT_OK, EXIT_INPUT, EXIT_PROVIDER, EXIT_SUMMARY, EXIT_INTERRUPTED = 0, 2, 3, 4, 130
 

@@ -23,7 +23,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
-from memory.tokens import count_tokens
+from debate_engine.memory.tokens import count_tokens
 
 VOCABULARY = [
     "cache",

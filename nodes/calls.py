@@ -1,0 +1,222 @@
+"""Model calls as LangGraph tasks, and the runner that turns a phase into a node.
+
+A phase plans its calls from state (deterministically: the same state gives
+the same calls in the same order), runs them concurrently as tasks, then
+applies the replies. Each finished task is written to the checkpoint on its
+own, so a resumed phase re-runs only the calls that had not finished; the
+prompts travel as task arguments and are never stored. Every node has a sync
+and an async body, so ``invoke`` and ``ainvoke`` both work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict, cast
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.func import task
+from pydantic import BaseModel
+
+from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.memory import Turn, TurnView, Usage, new_turn, usage_of
+from debate_engine.memory.records import TurnKind
+from debate_engine.nodes.status import emit
+from debate_engine.providers.errors import ProviderError, is_provider_error, provider_error
+from debate_engine.providers.factory import chat_model, provider_of
+
+
+@dataclass(frozen=True)
+class Call:
+    """One planned model call: who, for which turn, and the finished prompt."""
+
+    agent: AgentProfile
+    kind: TurnKind
+    round: int
+    target: str | None
+    system: str
+    user: str
+    view: TurnView
+    limit: int
+    """Most calls at once to this agent's provider (0: no limit)."""
+    schema: type[BaseModel] | None = None
+    """Ask for this structured output, falling back to plain text."""
+
+
+class Reply(TypedDict):
+    """What a call returned: stored as the task's result."""
+
+    agent_id: str
+    kind: str
+    content: str
+    parsed: dict[str, Any] | None
+    usage: Usage | None
+    latency_ms: int
+    truncated: bool
+    model: str
+
+
+def _model(call: Call) -> Runnable[Any, Any]:
+    agent = call.agent
+    options = {"temperature": agent["temperature"], "max_tokens": agent["max_output_tokens"],
+               "timeout_s": agent["timeout_s"]}
+    models = [chat_model(spec, **options) for spec in (agent["model"], *agent["fallback_models"])]
+    return models[0].with_fallbacks(models[1:]) if len(models) > 1 else models[0]
+
+
+def _messages(call: Call) -> list[Any]:
+    return [SystemMessage(call.system), HumanMessage(call.user)]
+
+
+def _config(call: Call) -> RunnableConfig:
+    return {"tags": [call.agent["id"], call.kind],
+            "metadata": {"agent_id": call.agent["id"], "phase": call.kind, "round": call.round}}
+
+
+def _structured(call: Call) -> Runnable[Any, Any]:
+    """Structured output with the raw message, falling back to plain text when it cannot be parsed."""
+    assert call.schema is not None
+    base = _model(call)
+    plain = base | RunnableLambda(lambda m: {"raw": m, "parsed": None})
+    try:
+        structured = cast(Any, base).with_structured_output(call.schema, method="function_calling", include_raw=True)
+    except (NotImplementedError, AttributeError):
+        return plain
+
+    def require(out: dict[str, Any]) -> dict[str, Any]:
+        if out.get("parsed") is None:
+            raise ValueError(f"unparsable structured output: {out.get('parsing_error')}")
+        return out
+
+    return (structured | RunnableLambda(require)).with_fallbacks([plain], exceptions_to_handle=(ValueError,))
+
+
+def _reply(call: Call, out: Any, started: float) -> Reply:
+    raw, parsed = (out["raw"], out["parsed"]) if isinstance(out, dict) else (out, None)
+    message = cast(AIMessage, raw)
+    meta = getattr(message, "response_metadata", None) or {}
+    return Reply(
+        agent_id=call.agent["id"], kind=call.kind, content=message.text.strip() if message else "",
+        parsed=parsed.model_dump() if isinstance(parsed, BaseModel) else None,
+        usage=usage_of(message), latency_ms=int((time.perf_counter() - started) * 1000),
+        truncated=meta.get("finish_reason") == "length", model=call.agent["model"],
+    )
+
+
+def _check(call: Call, reply: Reply) -> Reply:
+    if not reply["content"] and reply["parsed"] is None:
+        raise ProviderError(f"{call.agent['id']} on {call.agent['model']}: the model returned an empty reply")
+    return reply
+
+
+_thread_limits: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_async_limits: dict[tuple[int, str, int], asyncio.Semaphore] = {}
+
+
+def _sync_limit(call: Call) -> threading.BoundedSemaphore | None:
+    if not call.limit:
+        return None
+    key = (provider_of(call.agent["model"]), call.limit)
+    return _thread_limits.setdefault(key, threading.BoundedSemaphore(call.limit))
+
+
+def _async_limit(call: Call) -> asyncio.Semaphore | None:
+    if not call.limit:
+        return None
+    key = (id(asyncio.get_running_loop()), provider_of(call.agent["model"]), call.limit)
+    return _async_limits.setdefault(key, asyncio.Semaphore(call.limit))
+
+
+@task(name="model_call")
+def model_call(call: Call) -> Reply:
+    """Run one call; an empty reply is retried once, then fails like any provider error."""
+    limit = _sync_limit(call)
+    runnable = _structured(call) if call.schema else _model(call)
+    for attempt in range(2):
+        started = time.perf_counter()
+        try:
+            if limit:
+                limit.acquire()
+            out = runnable.invoke(_messages(call), config=_config(call))
+        except Exception as exc:
+            if is_provider_error(exc):
+                raise provider_error(call.agent["id"], call.agent["model"], exc) from None
+            raise
+        finally:
+            if limit:
+                limit.release()
+        reply = _reply(call, out, started)
+        if reply["content"] or attempt:
+            return _check(call, reply)
+    raise AssertionError("unreachable")
+
+
+@task(name="model_call")
+async def amodel_call(call: Call) -> Reply:
+    """The async twin of :func:`model_call`: cancellable while the request is in flight."""
+    limit = _async_limit(call)
+    runnable = _structured(call) if call.schema else _model(call)
+    for attempt in range(2):
+        started = time.perf_counter()
+        try:
+            if limit:
+                async with limit:
+                    out = await runnable.ainvoke(_messages(call), config=_config(call))
+            else:
+                out = await runnable.ainvoke(_messages(call), config=_config(call))
+        except Exception as exc:
+            if is_provider_error(exc):
+                raise provider_error(call.agent["id"], call.agent["model"], exc) from None
+            raise
+        reply = _reply(call, out, started)
+        if reply["content"] or attempt:
+            return _check(call, reply)
+    raise AssertionError("unreachable")
+
+
+Plan = Callable[[ConversationState], Sequence[Any]]
+Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
+
+
+def phase_node(
+    name: str, plan: Plan, apply: Apply, tasks: tuple[Any, Any] = (model_call, amodel_call)
+) -> RunnableLambda[ConversationState, dict[str, Any]]:
+    """A node that plans its calls, runs them as concurrent tasks and applies the results."""
+    sync_task, async_task = tasks
+
+    def run(state: ConversationState) -> dict[str, Any]:
+        calls = plan(state)
+        futures = [sync_task(c) for c in calls]
+        return apply(state, calls, [f.result() for f in futures])
+
+    async def arun(state: ConversationState) -> dict[str, Any]:
+        calls = plan(state)
+        results = await asyncio.gather(*(async_task(c) for c in calls))
+        return apply(state, calls, list(results))
+
+    run.__name__ = arun.__name__ = name
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:
+    """Turn replies into transcript turns, numbered after the transcript, and announce each."""
+    start = len(state.get("transcript", []))
+    turns = []
+    for i, (call, reply) in enumerate(zip(calls, replies, strict=True)):
+        if reply["agent_id"] != call.agent["id"] or reply["kind"] != call.kind:
+            raise RuntimeError(f"task result for {reply['agent_id']}/{reply['kind']} where "
+                               f"{call.agent['id']}/{call.kind} was planned; the phase's plan is not deterministic")
+        turn = new_turn(
+            start + i, kind=call.kind, round_no=call.round, speaker=call.agent["id"], role=call.agent["role"],
+            content=reply["content"], target=call.target, model=reply["model"], usage=reply["usage"],
+            latency_ms=reply["latency_ms"], view=call.view, truncated=reply["truncated"],
+        )
+        turns.append(turn)
+        emit({"event": "contribution", "kind": turn["kind"], "round": turn["round"], "agent_id": turn["speaker"],
+              "target": turn["target"], "tokens": turn["tokens"], "prompt_tokens": call.view["prompt_tokens"],
+              "latency_ms": turn["latency_ms"], "truncated": reply["truncated"]})
+    return turns

@@ -1,0 +1,47 @@
+"""The debate's status record and its custom stream events."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.config import get_stream_writer
+
+from debate_engine.graph.state import ConversationState, Phase, Status
+from debate_engine.memory import SummaryRecord, Turn
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Send a custom stream event; a no-op outside a streamed run."""
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:
+        return
+    writer(event)
+
+
+def new_status(problem: str, rounds: int) -> Status:
+    """The status of a debate that has just been set up."""
+    now = time.time()
+    head = (problem.strip().splitlines() or [""])[0]
+    return Status(problem=head[:120], phase="setup", round=0, rounds=rounds, turns=0, summaries=0, tokens=0,
+                  started_at=now, updated_at=now)
+
+
+def advance(
+    state: ConversationState,
+    phase: Phase,
+    round_no: int,
+    turns: Sequence[Turn] = (),
+    summaries: Sequence[SummaryRecord] = (),
+) -> Status:
+    """The status after a step that wrote ``turns`` and ``summaries``."""
+    old = state["status"]
+    tokens = sum((t["usage"] or {}).get("total_tokens", 0) for t in turns)
+    tokens += sum((s["usage"] or {}).get("total_tokens", 0) for s in summaries)
+    return Status(
+        problem=old["problem"], phase=phase, round=round_no, rounds=old["rounds"],
+        turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),
+        tokens=old["tokens"] + tokens, started_at=old["started_at"], updated_at=time.time(),
+    )

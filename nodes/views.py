@@ -1,0 +1,55 @@
+"""Each agent's call, built from state: its budget, its latest summary, its working view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.memory import Budget, SummaryRecord, latest_summaries, make_budget, working_view
+from debate_engine.memory.records import TurnKind
+from debate_engine.nodes.calls import Call
+
+
+def budget_of(profile: AgentProfile) -> Budget:
+    """The token budget of one agent's calls, from the settings fixed at setup."""
+    return make_budget(profile["context_window"], profile["max_output_tokens"])
+
+
+def summaries_of(state: ConversationState, profiles: Sequence[AgentProfile]) -> dict[str, SummaryRecord]:
+    """The newest summary of each of ``profiles``."""
+    return latest_summaries(state.get("summary_log", []), [p["id"] for p in profiles])
+
+
+def agent_call(
+    state: ConversationState,
+    profile: AgentProfile,
+    summary: SummaryRecord | None,
+    *,
+    kind: TurnKind,
+    round_no: int,
+    task: str,
+    target: str | None = None,
+    exclude: int | None = None,
+    schema: type[BaseModel] | None = None,
+) -> Call:
+    """Build the budgeted prompt ``profile`` will answer for one turn."""
+    view = working_view(
+        state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
+        task=task, budget=budget_of(profile), exclude=exclude,
+    )
+    return Call(
+        agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,
+        view=view.record, limit=state["settings"]["max_concurrency"], schema=schema,
+    )
+
+
+def latest_position(state: ConversationState, agent_id: str) -> int | None:
+    """The ``seq`` of the agent's newest proposal or refinement, walking back only to it."""
+    transcript = state.get("transcript", [])
+    for i in range(len(transcript) - 1, -1, -1):
+        turn = transcript[i]
+        if turn["speaker"] == agent_id and turn["kind"] in ("proposal", "refinement"):
+            return i
+    return None

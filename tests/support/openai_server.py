@@ -1,0 +1,310 @@
+"""A real, stdlib-only OpenAI-compatible HTTP server for tests.
+
+Mocking the client library only checks our assumptions about the wire. This server speaks real HTTP, JSON and
+SSE on loopback, so the real `openai` client and `langchain_openai` run their own retry, timeout, parsing and
+structured-output code against it. Faults (rate limits, 5xx, broken JSON, dropped or hanging connections, a
+leaked API key) can be injected per request, and every request is recorded so tests can assert on the exact
+prompt the client sent.
+
+    with OpenAIServer(words=20) as server:
+        server.faults.extend(["429", "500"])
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+FAULTS = frozenset({"429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key"})
+MODEL = "test-model"
+_VOCAB_TEXT = (
+    "argument evidence claim premise rebuttal consensus risk cost latency throughput budget queue cache retry "
+    "timeout token model judge critic proposal refinement trade-off baseline metric scale shard replica lock "
+    "index window burst limit bucket policy fallback audit tradeoff design review"
+)
+VOCAB = tuple(_VOCAB_TEXT.split())
+
+
+def _text_of(content: Any) -> str:
+    """Message content is a string or a list of typed parts; tests search the text either way."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def _reply_words(prompt: str, count: int) -> list[str]:
+    """Same prompt, same reply: a seeded pick from a fixed vocabulary keeps tests reproducible."""
+    rng = random.Random(int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big"))
+    return [rng.choice(VOCAB) for _ in range(count)]
+
+
+def _fake(schema: dict[str, Any], defs: dict[str, Any], name: str, depth: int = 0) -> Any:
+    """Build a value that validates against a JSON schema, so a client's structured-output parsing succeeds."""
+    if "$ref" in schema:
+        return _fake(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, name, depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        if schema.get(key):
+            options = [s for s in schema[key] if s.get("type") != "null"]
+            if not options or (depth > 4 and len(options) < len(schema[key])):
+                return None  # a nullable field deep in a recursive schema stops the recursion
+            return _fake(options[0], defs, name, depth)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    label = name.replace("_", " ")
+    if kind == "string":
+        text = f"A short note on {label}."
+        return text.ljust(schema.get("minLength", 0), ".")[: schema.get("maxLength", len(text) + 999)]
+    if kind == "array":
+        count = 0 if depth > 4 else max(schema.get("minItems", 0), min(2, schema.get("maxItems", 2)))
+        items = schema.get("items", {"type": "string"})
+        return [_fake(items, defs, f"{label} item {i + 1}", depth + 1) for i in range(count)]
+    if kind in ("integer", "number"):
+        step = 1 if kind == "integer" else 0.01
+        value: float = 7 if kind == "integer" else 0.7
+        if "exclusiveMinimum" in schema:
+            value = max(value, schema["exclusiveMinimum"] + step)
+        if "exclusiveMaximum" in schema:
+            value = min(value, schema["exclusiveMaximum"] - step)
+        return min(max(value, schema.get("minimum", value)), schema.get("maximum", value))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    props = schema.get("properties", {})
+    return {key: _fake(sub, defs, key, depth + 1) for key, sub in props.items()}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Daemon handler threads, so a hanging handler never blocks shutdown or interpreter exit."""
+
+    daemon_threads = True
+    owner: OpenAIServer
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind calls getfqdn(), a reverse DNS lookup that can stall; loopback needs none.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = "127.0.0.1", self.server_address[1]
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Fault tests hang up on purpose; only real server bugs deserve a traceback.
+        if not isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Turns one HTTP request into a recorded, possibly faulted, OpenAI-shaped reply."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, like the real API; streams use chunked encoding
+    timeout = 10  # idle keep-alive connections release their thread
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging; tests read `server.requests` instead."""
+
+    def do_GET(self) -> None:
+        self._handle(b"")
+
+    def do_POST(self) -> None:
+        self._handle(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+
+    def _handle(self, raw: bytes) -> None:
+        owner = self.server.owner
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        fault = owner._next_fault()
+        owner._record(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fault)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if fault == "drop" or (fault == "hang" and owner._stopping.wait(owner.hang_s)):
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        elif fault in ("429", "500", "503"):
+            extra = {"Retry-After": f"{owner.retry_after:g}"} if fault == "429" else {}
+            code = "rate_limit_exceeded" if fault == "429" else None
+            self._error(int(fault), f"Injected {fault} fault.", code, extra)
+        elif fault == "echo_key":
+            key = self.headers.get("Authorization", "")
+            self._error(401, f"Incorrect API key provided: {key}.", "invalid_api_key")
+        elif fault == "malformed":
+            self._send(200, b'{"id": "x", "choices": [')
+        elif fault not in (None, "hang", "empty", "length"):
+            self._error(500, f"Unknown test fault {fault!r}; known: {sorted(FAULTS)}.")
+        elif self.command == "GET" and path.endswith("/models"):
+            model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "tests"}
+            self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
+        elif self.command == "POST" and path.endswith("/chat/completions") and isinstance(body, dict):
+            self._chat(body, fault)
+        else:
+            self._error(404, f"No route for {self.command} {path}.")
+
+    def _send(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        headers = {"Content-Type": "application/json", "Content-Length": str(len(data)), **(extra or {})}
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, code: str | None = None, extra: dict[str, str] | None = None) -> None:
+        error = {"message": message, "type": "invalid_request_error" if status < 500 else "server_error"}
+        self._send(status, json.dumps({"error": {**error, "param": None, "code": code}}).encode(), extra=extra)
+
+    def _chat(self, body: dict[str, Any], fault: str | None) -> None:
+        owner = self.server.owner
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        prompt_tokens = sum(len(_text_of(m.get("content")).split()) for m in messages)
+        last_user = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        words = [] if fault == "empty" else _reply_words(last_user, owner.words)
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if fault == "length":
+            limit = min(limit or len(words), max(1, len(words) // 2))
+        finish = "length" if limit is not None and limit < len(words) else "stop"
+        words = words[:limit] if finish == "length" else words
+        message: dict[str, Any] = {"role": "assistant", "content": " ".join(words).capitalize() + "." if words else ""}
+        tools = body.get("tools") or []
+        if tools and body.get("tool_choice") != "none" and fault not in ("empty", "length"):
+            choice = body.get("tool_choice")
+            wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+            funcs = [t["function"] for t in tools if isinstance(t, dict) and "function" in t] or [{"name": "tool"}]
+            func = next((f for f in funcs if f["name"] == wanted), funcs[0])
+            params = func.get("parameters") or {}
+            arguments = json.dumps(_fake(params, params.get("$defs") or params.get("definitions") or {}, func["name"]))
+            call: dict[str, Any] = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function"}
+            call["function"] = {"name": func["name"], "arguments": arguments}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            words, finish = arguments.split(), "tool_calls"
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words)}
+        usage["total_tokens"] = prompt_tokens + len(words)
+        with owner._lock:
+            owner._usage += usage["total_tokens"]
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time())}
+        head["model"] = body.get("model", owner.model)
+        if body.get("stream"):
+            with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(head, message, finish, usage, with_usage)
+        else:
+            choice_out = {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+            reply = {**head, "object": "chat.completion", "choices": [choice_out], "usage": usage}
+            self._send(200, json.dumps(reply).encode())
+
+    def _stream(
+        self, head: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, int], with_usage: bool
+    ) -> None:
+        """Server-sent events in chunked encoding, shaped like the real API's `chat.completion.chunk` stream."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None if "tool_calls" in message else ""}]
+        if "tool_calls" in message:
+            deltas[0]["tool_calls"] = [{"index": 0, **message["tool_calls"][0]}]
+        elif message["content"]:
+            deltas += [{"content": p if i == 0 else " " + p} for i, p in enumerate(message["content"].split(" "))]
+        deltas.append({})
+        finishes = [None] * (len(deltas) - 1) + [finish]
+        events: list[Any] = [
+            ([{"index": 0, "delta": d, "logprobs": None, "finish_reason": f}], None)
+            for d, f in zip(deltas, finishes, strict=True)
+        ]
+        if with_usage:
+            events.append(([], usage))
+        for choices, chunk_usage in events:
+            chunk = {**head, "object": "chat.completion.chunk", "choices": choices}
+            self._chunk(f"data: {json.dumps({**chunk, 'usage': chunk_usage} if with_usage else chunk)}\n\n".encode())
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+
+class OpenAIServer:
+    """Loopback OpenAI-compatible server; `with OpenAIServer() as server:` then point a client at `server.base_url`.
+
+    Attributes tests may set: `faults` (deque of fault names, one consumed per request, FIFO), `always` (a fault
+    for every request once `faults` is empty), `hang_s`, `retry_after`, `words`. Faults: see `FAULTS`.
+    """
+
+    def __init__(self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0) -> None:
+        self.words, self.model, self.hang_s, self.retry_after = words, model, hang_s, retry_after
+        self.faults: deque[str] = deque()
+        self.always: str | None = None
+        self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
+        self._lock = threading.Lock()
+        self._usage = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> OpenAIServer:
+        self._stopping.clear()
+        self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Wake hanging handlers first, then stop accepting; daemon handler threads are never joined."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def prompts(self) -> list[str]:
+        """Per chat request, all message texts joined by newlines: the exact prompt text the client sent."""
+        with self._lock:
+            bodies = [r["body"] for r in self.requests if r["path"].split("?")[0].endswith("/chat/completions")]
+        messages = [[m for m in (b or {}).get("messages") or [] if isinstance(m, dict)] for b in bodies]
+        return ["\n".join(_text_of(m.get("content")) for m in ms) for ms in messages]
+
+    def usage_total(self) -> int:
+        """Sum of `total_tokens` this server reported across its successful replies."""
+        with self._lock:
+            return self._usage
+
+    def _next_fault(self) -> str | None:
+        try:
+            return self.faults.popleft()
+        except IndexError:
+            return self.always
+
+    def _record(self, path: str, headers: dict[str, str], body: Any, fault: str | None) -> None:
+        with self._lock:
+            self.requests.append({"path": path, "headers": headers, "body": body, "fault": fault, "time": time.time()})
