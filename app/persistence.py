@@ -2,22 +2,42 @@
 
 The default database is ``$DEBATE_DB``, else
 ``$XDG_DATA_HOME/debate/debates.sqlite`` (``~/.local/share/debate/debates.sqlite``).
-``--db postgresql://...`` uses ``langgraph-checkpoint-postgres``.
+``--db postgresql://...`` uses ``langgraph-checkpoint-postgres``. Listing
+reads each thread's newest checkpoint only (its small ``status`` record),
+never a whole debate, and one process at a time may run a thread.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+# Each step jumps to the next thread id through the primary-key index: the
+# time grows with the number of threads, not with the checkpoints they hold.
+THREADS_SQL = """
+WITH RECURSIVE t(id) AS (
+  SELECT MIN(thread_id) FROM checkpoints
+  UNION ALL
+  SELECT (SELECT MIN(thread_id) FROM checkpoints WHERE thread_id > t.id) FROM t WHERE t.id IS NOT NULL
+)
+SELECT id FROM t WHERE id IS NOT NULL
+"""
+
 
 class StorageError(RuntimeError):
-    """The checkpoint database cannot be opened; the message says why and what to do."""
+    """The checkpoint database cannot be used; the message says why and what to do."""
+
+
+class ThreadBusy(StorageError):
+    """Another process is running this debate."""
 
 
 def default_db() -> str:
@@ -33,46 +53,114 @@ def is_postgres(db: str) -> bool:
     return db.startswith(("postgres://", "postgresql://"))
 
 
-@contextmanager
-def open_checkpointer(db: str) -> Iterator[BaseCheckpointSaver]:
-    """Open the checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed."""
-    if is_postgres(db):
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-        except ImportError:
-            raise StorageError("PostgreSQL needs `pip install -e '.[postgres]'`") from None
-        try:
-            with PostgresSaver.from_conn_string(db) as saver:
-                saver.setup()
-                yield saver
-        except Exception as exc:
-            if isinstance(exc, StorageError) or type(exc).__module__.split(".")[0] != "psycopg":
-                raise
-            raise StorageError(f"cannot use PostgreSQL at the given URL: {type(exc).__name__}") from None
-        return
-    from langgraph.checkpoint.sqlite import SqliteSaver
+def serde() -> Any:
+    """The serializer: our records are plain dicts, so nothing needs registering."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+    return JsonPlusSerializer()
+
+
+@asynccontextmanager
+async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
+    """Open the async checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed."""
+    if is_postgres(db):
+        async with _postgres(db) as saver:
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = _sqlite_path(db)
+    try:
+        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+            await saver.conn.execute("PRAGMA journal_mode=WAL")
+            await saver.setup()
+            yield saver
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot use the debate database {path}: {exc}; pass --db PATH") from None
+
+
+@asynccontextmanager
+async def _postgres(db: str) -> AsyncIterator[BaseCheckpointSaver]:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    except ImportError:
+        raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
+    try:
+        async with AsyncPostgresSaver.from_conn_string(db) as saver:
+            await saver.setup()
+            yield saver
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "psycopg":
+            raise
+        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+
+
+def _sqlite_path(db: str) -> Path:
     path = Path(db).expanduser()
+    if path.is_dir():
+        raise StorageError(f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(path, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-    except (OSError, sqlite3.Error) as exc:
-        raise StorageError(f"cannot open the debate database {path}: {exc}; pass --db PATH") from None
+    except OSError as exc:
+        raise StorageError(f"cannot create the folder of {path}: {exc.strerror}; pass --db PATH") from None
+    return path
+
+
+async def thread_ids(saver: BaseCheckpointSaver) -> list[str]:
+    """Every thread in the database, sorted by id."""
+    conn: Any = saver.conn  # type: ignore[attr-defined]
+    if is_postgres_conn(conn):
+        async with conn.cursor() as cur:
+            await cur.execute(THREADS_SQL)
+            rows = await cur.fetchall()
+        return [r["id"] if isinstance(r, dict) else r[0] for r in rows]
+    async with conn.execute(THREADS_SQL) as cur:
+        return [row[0] for row in await cur.fetchall()]
+
+
+def is_postgres_conn(conn: Any) -> bool:
+    """True for a psycopg connection."""
+    return type(conn).__module__.split(".")[0] == "psycopg"
+
+
+async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, Any] | None, bool]:
+    """A thread's ``status`` record and whether it waits for an answer, from its newest checkpoint only."""
+    found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
+    if found is None:
+        return None, False
+    waiting = any(w[1] == "__interrupt__" for w in found.pending_writes or [])
+    return found.checkpoint.get("channel_values", {}).get("status"), waiting
+
+
+@contextmanager
+def thread_lock(db: str, thread: str) -> Iterator[None]:
+    """Hold the thread for this process; refuse when another process holds it.
+
+    A file lock next to a SQLite database (released by the OS when the process
+    dies, even by SIGKILL); PostgreSQL databases lock in a folder named after
+    the URL's hash under the user's data directory.
+    """
+    base = Path(db).expanduser() if not is_postgres(db) else Path(default_db()).parent / "pg"
+    tag = hashlib.sha256((db if is_postgres(db) else "").encode() + thread.encode()).hexdigest()[:16]
+    folder = Path(f"{base}.locks")
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / f"{tag}.lock", "w")  # noqa: SIM115 - held for the whole run
     try:
-        sqlite_saver = SqliteSaver(conn)
-        sqlite_saver.setup()
-        yield sqlite_saver
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise ThreadBusy(f"debate {thread} is running in another process; wait for it or stop it first") from None
+    try:
+        yield
     finally:
-        conn.close()
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
 
 
-def thread_ids(saver: BaseCheckpointSaver) -> list[str]:
-    """Every thread in the database, oldest first."""
-    query = "SELECT thread_id, MIN(checkpoint_id) AS first FROM checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY first"
-    conn = saver.conn  # type: ignore[attr-defined]
-    if isinstance(conn, sqlite3.Connection):
-        return [row[0] for row in conn.execute(query)]
-    with conn.cursor() as cur:
-        cur.execute(query)
-        return [row["thread_id"] if isinstance(row, dict) else row[0] for row in cur.fetchall()]
+def thread_busy(db: str, thread: str) -> bool:
+    """True when another process runs ``thread`` now."""
+    try:
+        with thread_lock(db, thread):
+            return False
+    except ThreadBusy:
+        return True

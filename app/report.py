@@ -15,17 +15,21 @@ PHASES = ("clarification", "proposal", "critique", "refinement", "synthesis")
 
 def export_state(values: dict[str, Any]) -> dict[str, Any]:
     """The fields a user keeps from a debate, as plain JSON-ready data."""
+    settings = values.get("settings") or {}
     return {
         "problem": values.get("problem", ""),
-        "agents": values.get("agents", []),
-        "judge": values.get("judge"),
-        "rounds": values.get("rounds"),
+        "settings": {k: v for k, v in settings.items() if k not in ("agents", "judge")},
+        "agents": [_public(a) for a in settings.get("agents", [])],
+        "judge": _public(settings["judge"]) if settings.get("judge") else None,
+        "status": values.get("status"),
         "transcript": values.get("transcript", []),
-        "summaries": values.get("summaries", {}),
         "summary_log": values.get("summary_log", []),
-        "judge_summary": values.get("judge_summary"),
         "solution": values.get("solution"),
     }
+
+
+def _public(profile: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in profile.items() if k not in ("system_prompt", "summary_prompt")}
 
 
 def _quote(text: str) -> str:
@@ -66,74 +70,75 @@ def render_report(values: dict[str, Any]) -> str:
     """Render a whole debate as Markdown."""
     transcript = values.get("transcript", [])
     lines = ["# Debate report", "", "## Problem", "", _quote(values.get("problem", "")), ""]
-    lines += ["## Agents", "", "| id | role | model | temperature |", "|---|---|---|---|"]
-    for agent in [*values.get("agents", []), *([values["judge"]] if values.get("judge") else [])]:
-        lines.append(f"| {_cell(agent['id'])} | {agent['role']} | `{_cell(agent['model'])}` | {agent['temperature']} |")
+    lines += _agents(values.get("settings") or {})
     clarifications = [t for t in transcript if t["kind"] == "clarification"]
     if clarifications:
         lines += ["", "## Clarifications", ""]
         for turn in clarifications:
             lines += [f"**{turn['speaker']}**", "", _quote(turn["content"]), ""]
-    rounds = sorted({t["round"] for t in transcript if t["round"] > 0})
-    for r in rounds:
-        lines += ["", f"## Round {r}"]
-        for kind, title in (("proposal", "Proposals"), ("critique", "Critiques"), ("refinement", "Refinements")):
-            turns = [t for t in transcript if t["round"] == r and t["kind"] == kind]
-            if not turns:
-                continue
-            lines += ["", f"### {title}", ""]
-            for turn in turns:
-                who = f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
-                note = " (carried over from the previous refinement)" if turn.get("carried_from") else ""
-                seen = turn.get("view") or {}
-                audit = (
-                    f" · saw {len(seen.get('turn_ids', []))} turns, summary {seen.get('summary_id') or 'none'}, {seen.get('prompt_tokens', 0)} prompt tokens"
-                    if seen
-                    else ""
-                )
-                lines += [f"#### {who}{note}", "", f"*{turn['tokens']} tokens{audit}*", "", _quote(turn["content"]), ""]
-    log = values.get("summary_log", [])
-    if log:
-        lines += [
-            "",
-            "## Summaries",
-            "",
-            "| id | agent | round | depth | strategy | reason | tokens before → after | status |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for s in log:
-            lines.append(
-                f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s['strategy']} | {_cell(s['reason'])} "
-                f"| {s['tokens_before']} → {s['tokens_after']} | {s['status']}{' (' + _cell(s['error']) + ')' if s.get('error') else ''} |"
-            )
-        for s in log:
-            if s["status"] == "ok":
-                lines += ["", f"### {s['agent_id']}, round {s['round']}", "", _quote(s["text"])]
-    solution = values.get("solution")
-    lines += ["", "## Final solution", ""]
-    if solution:
-        lines.append(_quote(solution["description"]))
-        for title, key in (
-            ("Key decisions", "key_decisions"),
-            ("Trade-offs", "trade_offs"),
-            ("Recommendations", "recommendations"),
-            ("Open risks", "open_risks"),
-        ):
-            if solution.get(key):
-                lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
-        if solution.get("structured"):
-            lines += ["", f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}"]
-    else:
-        lines.append("*No solution yet: the debate did not finish.*")
-    lines += [
-        "",
-        "## Tokens and latency",
-        "",
-        "| agent | phase | calls | input tokens | output tokens | latency (s) |",
-        "|---|---|---|---|---|---|",
-    ]
-    for (speaker, phase), row in sorted(totals(transcript, log).items()):
-        lines.append(
-            f"| {speaker} | {phase} | {row['calls']} | {row['input']} | {row['output']} | {row['latency_ms'] / 1000:.1f} |"
-        )
+    for r in sorted({t["round"] for t in transcript if t["round"] > 0 and t["kind"] != "synthesis"}):
+        lines += ["", f"## Round {r}", *_round(transcript, r)]
+    lines += _summaries(values.get("summary_log", []))
+    lines += _solution(values.get("solution"))
+    lines += _figures(transcript, values.get("summary_log", []))
     return "\n".join(lines) + "\n"
+
+
+def _agents(settings: dict[str, Any]) -> list[str]:
+    lines = ["## Agents", "", "| id | role | model | temperature | window | max output |", "|---|---|---|---|---|---|"]
+    for a in [*settings.get("agents", []), *([settings["judge"]] if settings.get("judge") else [])]:
+        lines.append(f"| {_cell(a['id'])} | {a['role']} | `{_cell(a['model'])}` | {a['temperature']} "
+                     f"| {a.get('context_window', '')} | {a.get('max_output_tokens', '')} |")
+    return lines
+
+
+def _round(transcript: list[dict[str, Any]], r: int) -> list[str]:
+    lines: list[str] = []
+    for kind, title in (("proposal", "Proposals"), ("critique", "Critiques"), ("refinement", "Refinements")):
+        turns = [t for t in transcript if t["round"] == r and t["kind"] == kind]
+        if turns:
+            lines += ["", f"### {title}", ""]
+        for turn in turns:
+            who = f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
+            seen = turn.get("view") or {}
+            audit = (f" · saw {seen.get('turns', 0)} turns verbatim, summary {seen.get('summary_id') or 'none'}, "
+                     f"{seen.get('prompt_tokens', 0)} prompt tokens" if seen else "")
+            cut = " · **cut at the output limit**" if turn.get("truncated") else ""
+            lines += [f"#### {who}", "", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
+    return lines
+
+
+def _summaries(log: list[dict[str, Any]]) -> list[str]:
+    if not log:
+        return []
+    lines = ["", "## Summaries", "", "| id | agent | round | depth | calls | strategy | reason | tokens before → after "
+             "| status |", "|---|---|---|---|---|---|---|---|---|"]
+    for s in log:
+        error = f" ({_cell(s['error'])})" if s.get("error") else ""
+        lines.append(f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s.get('calls', 1)} "
+                     f"| {s['strategy']} | {_cell(s['reason'])} | {s['tokens_before']} → {s['tokens_after']} "
+                     f"| {s['status']}{error} |")
+    return lines
+
+
+def _solution(solution: dict[str, Any] | None) -> list[str]:
+    lines = ["", "## Final solution", ""]
+    if not solution:
+        return [*lines, "*No solution yet: the debate did not finish.*"]
+    lines.append(_quote(solution["description"]))
+    for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"),
+                       ("Recommendations", "recommendations"), ("Open risks", "open_risks")):
+        if solution.get(key):
+            lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
+    if solution.get("structured"):
+        lines += ["", f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}"]
+    return lines
+
+
+def _figures(transcript: list[dict[str, Any]], log: list[dict[str, Any]]) -> list[str]:
+    lines = ["", "## Tokens and latency", "", "| agent | phase | calls | input tokens | output tokens | latency (s) |",
+             "|---|---|---|---|---|---|"]
+    for (speaker, phase), row in sorted(totals(transcript, log).items()):
+        lines.append(f"| {speaker} | {phase} | {row['calls']} | {row['input']} | {row['output']} "
+                     f"| {row['latency_ms'] / 1000:.1f} |")
+    return lines

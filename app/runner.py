@@ -1,0 +1,77 @@
+"""Drive a debate from the command line: stream it, answer its questions, stop cleanly on a signal.
+
+The graph runs async on the async checkpointer. SIGINT and SIGTERM cancel
+the run: in-flight model calls are cancelled, every finished call is already
+in the checkpoint, and the debate resumes from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command
+
+from debate_engine.app.progress import Progress
+
+T = TypeVar("T")
+
+
+class Stopped(Exception):
+    """The run was stopped by a signal; ``signal`` names it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def run_until_signal(work: Awaitable[T]) -> T:
+    """Run ``work``; SIGINT or SIGTERM cancel it and raise :class:`Stopped`."""
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        job = asyncio.ensure_future(work)
+        got: list[int] = []
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, lambda s=signum: (got.append(s), job.cancel()))
+        try:
+            return await job
+        except asyncio.CancelledError:
+            if got:
+                raise Stopped(got[0]) from None
+            raise
+
+    return asyncio.run(main())
+
+
+async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, progress: Progress) -> Any:
+    """Stream the graph to its end, answering clarification interrupts at the terminal."""
+    while True:
+        async for mode, chunk in graph.astream(payload, config, context=context, stream_mode=["custom", "updates"]):
+            if mode == "custom":
+                progress.show(chunk)
+        snapshot = await graph.aget_state(config)
+        if not snapshot.interrupts:
+            return snapshot
+        payload = Command(resume=ask(snapshot.interrupts[0].value))
+
+
+def ask(request: dict[str, Any]) -> dict[str, list[str]]:
+    """Ask the user each agent's questions; without a terminal, answer nothing."""
+    answers: dict[str, list[str]] = {}
+    interactive = sys.stdin.isatty()
+    if not interactive:
+        print("clarifications: no terminal to ask; every question is recorded with no answer", file=sys.stderr)
+    for entry in request.get("questions", []):
+        answers[entry["agent_id"]] = []
+        for question in entry["questions"]:
+            reply = ""
+            if interactive:
+                print(f"[{entry['agent_id']}] {question}", file=sys.stderr)
+                reply = input("> ").strip()
+            answers[entry["agent_id"]].append(reply)
+    return answers
