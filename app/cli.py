@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     from debate_engine.app import commands
 
     try:
-        return int(getattr(commands, args.command)(args))
+        return int(commands.COMMANDS[args.command](args))
     except Exception as exc:  # every failure becomes a named message and an exit code
         return _failure(exc, args)
 

@@ -162,7 +162,7 @@ def report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def list(args: argparse.Namespace) -> int:  # noqa: A001 - the subcommand's name
+def list_debates(args: argparse.Namespace) -> int:
     rows = run_until_signal(_rows(_db(args)))
     if not rows:
         print("no debates yet; start one with `debate run PROBLEM`", file=sys.stderr)
@@ -174,7 +174,7 @@ def list(args: argparse.Namespace) -> int:  # noqa: A001 - the subcommand's name
 
 
 async def _rows(db: str) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     async with open_checkpointer(db) as saver:
         for thread in await thread_ids(saver):
             status, waiting = await status_of(saver, thread)
@@ -186,3 +186,7 @@ async def _rows(db: str) -> list[tuple[str, ...]]:
             rows.append((thread, updated, state, f"{status['round']}/{status['rounds']}", status["phase"],
                          str(status["turns"]), status["problem"][:60]))
     return rows
+
+
+COMMANDS = {"run": run, "resume": resume, "show": show, "report": report, "list": list_debates}
+"""The function behind each subcommand."""

@@ -36,8 +36,13 @@ def run_until_signal(work: Awaitable[T]) -> T:
         loop = asyncio.get_running_loop()
         job = asyncio.ensure_future(work)
         got: list[int] = []
+
+        def stop(signum: int) -> None:
+            got.append(signum)
+            job.cancel()
+
         for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, lambda s=signum: (got.append(s), job.cancel()))
+            loop.add_signal_handler(signum, stop, signum)
         try:
             return await job
         except asyncio.CancelledError:

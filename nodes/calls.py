@@ -62,9 +62,11 @@ class Reply(TypedDict):
 
 def _model(call: Call) -> Runnable[Any, Any]:
     agent = call.agent
-    options = {"temperature": agent["temperature"], "max_tokens": agent["max_output_tokens"],
-               "timeout_s": agent["timeout_s"]}
-    models = [chat_model(spec, **options) for spec in (agent["model"], *agent["fallback_models"])]
+    models = [
+        chat_model(spec, temperature=agent["temperature"], max_tokens=agent["max_output_tokens"],
+                   timeout_s=agent["timeout_s"])
+        for spec in (agent["model"], *agent["fallback_models"])
+    ]
     return models[0].with_fallbacks(models[1:]) if len(models) > 1 else models[0]
 
 
@@ -113,34 +115,39 @@ def _check(call: Call, reply: Reply) -> Reply:
     return reply
 
 
+LOCAL_SLOTS = 1
+"""Requests the embedded llama.cpp server serves at once: more would only queue there and blur latency."""
 _thread_limits: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _async_limits: dict[tuple[int, str, int], asyncio.Semaphore] = {}
 
 
+def _limit_of(call: Call) -> tuple[str, int]:
+    """The provider and its limit; the embedded server answers one request at a time."""
+    provider = provider_of(call.agent["model"])
+    return provider, call.limit or (LOCAL_SLOTS if provider == "local" else 0)
+
+
 def _sync_limit(call: Call) -> threading.BoundedSemaphore | None:
-    if not call.limit:
-        return None
-    key = (provider_of(call.agent["model"]), call.limit)
-    return _thread_limits.setdefault(key, threading.BoundedSemaphore(call.limit))
+    key = _limit_of(call)
+    return _thread_limits.setdefault(key, threading.BoundedSemaphore(key[1])) if key[1] else None
 
 
 def _async_limit(call: Call) -> asyncio.Semaphore | None:
-    if not call.limit:
-        return None
-    key = (id(asyncio.get_running_loop()), provider_of(call.agent["model"]), call.limit)
-    return _async_limits.setdefault(key, asyncio.Semaphore(call.limit))
+    provider, limit = _limit_of(call)
+    key = (id(asyncio.get_running_loop()), provider, limit)
+    return _async_limits.setdefault(key, asyncio.Semaphore(limit)) if limit else None
 
 
-@task(name="model_call")
+@task(name="model_call")  # type: ignore[arg-type]
 def model_call(call: Call) -> Reply:
     """Run one call; an empty reply is retried once, then fails like any provider error."""
     limit = _sync_limit(call)
     runnable = _structured(call) if call.schema else _model(call)
     for attempt in range(2):
-        started = time.perf_counter()
         try:
             if limit:
                 limit.acquire()
+            started = time.perf_counter()  # model time, without the wait for a slot
             out = runnable.invoke(_messages(call), config=_config(call))
         except Exception as exc:
             if is_provider_error(exc):
@@ -155,18 +162,19 @@ def model_call(call: Call) -> Reply:
     raise AssertionError("unreachable")
 
 
-@task(name="model_call")
+@task(name="model_call")  # type: ignore[arg-type]
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
     limit = _async_limit(call)
     runnable = _structured(call) if call.schema else _model(call)
     for attempt in range(2):
-        started = time.perf_counter()
         try:
             if limit:
                 async with limit:
+                    started = time.perf_counter()  # model time, without the wait for a slot
                     out = await runnable.ainvoke(_messages(call), config=_config(call))
             else:
+                started = time.perf_counter()
                 out = await runnable.ainvoke(_messages(call), config=_config(call))
         except Exception as exc:
             if is_provider_error(exc):

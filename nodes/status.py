@@ -38,8 +38,8 @@ def advance(
 ) -> Status:
     """The status after a step that wrote ``turns`` and ``summaries``."""
     old = state["status"]
-    tokens = sum((t["usage"] or {}).get("total_tokens", 0) for t in turns)
-    tokens += sum((s["usage"] or {}).get("total_tokens", 0) for s in summaries)
+    used = [r["usage"] for r in (*turns, *summaries) if r["usage"]]
+    tokens = sum(u["total_tokens"] for u in used if u)
     return Status(
         problem=old["problem"], phase=phase, round=round_no, rounds=old["rounds"],
         turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),

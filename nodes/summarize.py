@@ -96,8 +96,7 @@ def plan(state: ConversationState) -> list[SummaryCall]:
     return calls
 
 
-@task(name="summary_call")
-def summary_call(call: SummaryCall) -> SummaryRecord:
+def make_summary(call: SummaryCall) -> SummaryRecord:
     """Make one summary (one or more model calls); a failure is a record, not an exception."""
     agent = call.agent
     model = chat_model(agent["model"], temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
@@ -105,10 +104,16 @@ def summary_call(call: SummaryCall) -> SummaryRecord:
     return summarize(model, call.job, emit=emit)
 
 
-@task(name="summary_call")
+@task(name="summary_call")  # type: ignore[arg-type]
+def summary_call(call: SummaryCall) -> SummaryRecord:
+    """One summary as a task: durable once made."""
+    return make_summary(call)
+
+
+@task(name="summary_call")  # type: ignore[arg-type]
 async def asummary_call(call: SummaryCall) -> SummaryRecord:
-    """The async twin of :func:`summary_call`."""
-    return await asyncio.to_thread(summary_call.func, call)  # type: ignore[attr-defined]
+    """The async twin of :func:`summary_call` (the summarizer itself is sync: it runs in a thread)."""
+    return await asyncio.to_thread(make_summary, call)
 
 
 def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "graph.cli",
+            "debate_engine.app.cli",
             "run",
             "--model",
             "local:smollm2",
@@ -46,6 +46,7 @@ def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:
     state = json.loads(out.read_text())
     counts = Counter(t["kind"] for t in state["transcript"])
     assert counts == Counter({"proposal": 2, "critique": 2, "refinement": 2, "synthesis": 1})
+    assert all(t["seq"] == i for i, t in enumerate(state["transcript"]))
     assert all(t["content"].strip() for t in state["transcript"]), "the model wrote every turn"
     assert all(t["model"] == "local:smollm2" for t in state["transcript"])
     assert all(t["view"]["prompt_tokens"] <= t["view"]["budget_tokens"] for t in state["transcript"])

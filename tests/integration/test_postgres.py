@@ -68,7 +68,7 @@ def postgres_url() -> Iterator[str]:
 def test_a_debate_runs_lists_and_shows_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "graph.cli", *args, "--db", postgres_url],
+            [sys.executable, "-m", "debate_engine.app.cli", *args, "--db", postgres_url],
             capture_output=True,
             text=True,
             timeout=120,
@@ -84,4 +84,4 @@ def test_a_debate_runs_lists_and_shows_on_postgres(postgres_url: str, tmp_path: 
     shown = cli("show", "pg1", "--output", str(out))
     assert shown.returncode == 0, shown.stderr
     state = json.loads(out.read_text())
-    assert len(state["transcript"]) == 2 * (2 + 2 + 2) + 1 and state["solution"]
+    assert len(state["transcript"]) == (2 + 2 + 2) + (2 + 2) + 1 and state["solution"]
