@@ -204,39 +204,15 @@ def resolve(context: Context) -> RunSettings:
         debate_summary = SummarizationSettings()
     if problems:
         raise ConfigError(problems)
-    fallback = default_model()
-    debate = file.debate
-
-    def profile(entry: AgentEntry, default_id: str) -> AgentProfile:
-        spec = context.model or spec_from_config(entry.model, entry.provider) or fallback
-        ident = entry.id or default_id
-        window = context.context_window or entry.context_window or debate.context_window
-        return AgentProfile(
-            id=ident,
-            name=entry.name or ident.replace("-", " ").title(),
-            role=entry.role,
-            model=spec,
-            fallback_models=list(entry.fallback_models or []),
-            temperature=entry.temperature,
-            system_prompt=read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}")
-            or load_prompt(f"roles/{entry.role}"),
-            summary_prompt=read_prompt_file(entry.summary_prompt_path, f"summaryPromptPath of {ident}")
-            or read_prompt_file(debate_summary.prompt_path, "summarization.promptPath"),
-            context_window=context_window(spec, window),
-            max_output_tokens=context.max_output_tokens or entry.max_output_tokens or debate.max_output_tokens
-            or default_output_tokens(spec),
-            timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
-            summarization=debate_summary.merged(entry.summarization).model_dump(by_alias=True),
-        )
-
     judge_entry = (file.judge or AgentEntry(id="judge", role="judge", temperature=0.2)).model_copy(
         update={"role": "judge", "id": "judge"}
     )
-    agents = [profile(e, e.role) for e in entries]
-    judge = profile(judge_entry, "judge")
+    agents = [_profile(context, file.debate, debate_summary, e, e.role) for e in entries]
+    judge = _profile(context, file.debate, debate_summary, judge_entry, "judge")
     problems = _check_budgets([*agents, judge])
     if problems:
         raise ConfigError(problems)
+    debate = file.debate
     return RunSettings(
         protocol="phases",
         agents=agents,
@@ -245,6 +221,32 @@ def resolve(context: Context) -> RunSettings:
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
+    )
+
+
+def _profile(
+    context: Context, debate: DebateSection, summary: SummarizationSettings, entry: AgentEntry, default_id: str
+) -> AgentProfile:
+    """One agent's settings: the run's context first, then its config entry, the debate section, defaults."""
+    spec = context.model or spec_from_config(entry.model, entry.provider) or default_model()
+    ident = entry.id or default_id
+    window = context.context_window or entry.context_window or debate.context_window
+    return AgentProfile(
+        id=ident,
+        name=entry.name or ident.replace("-", " ").title(),
+        role=entry.role,
+        model=spec,
+        fallback_models=list(entry.fallback_models or []),
+        temperature=entry.temperature,
+        system_prompt=read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}")
+        or load_prompt(f"roles/{entry.role}"),
+        summary_prompt=read_prompt_file(entry.summary_prompt_path, f"summaryPromptPath of {ident}")
+        or read_prompt_file(summary.prompt_path, "summarization.promptPath"),
+        context_window=context_window(spec, window),
+        max_output_tokens=context.max_output_tokens or entry.max_output_tokens or debate.max_output_tokens
+        or default_output_tokens(spec),
+        timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
+        summarization=summary.merged(entry.summarization).model_dump(by_alias=True),
     )
 
 

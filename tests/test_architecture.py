@@ -1,0 +1,98 @@
+"""The house rules, checked: one-way layers, modules that import alone, small modules and functions."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = {
+    # package: the packages it may import (besides itself)
+    "prompts": set(),
+    "memory": set(),
+    "providers": {"memory"},
+    "graph": {"memory", "prompts", "providers", "nodes"},
+    "nodes": {"memory", "prompts", "providers", "graph"},
+    "app": {"memory", "prompts", "providers", "graph", "nodes"},
+}
+# nodes may use only these graph modules: the state and run settings, never the builder or routing.
+NODES_MAY_USE = {"debate_engine.graph.state", "debate_engine.graph.context", "debate_engine.graph.config"}
+MAX_MODULE_LINES = 300
+MAX_FUNCTION_LINES = 50
+
+
+def modules() -> list[tuple[str, Path]]:
+    out = []
+    for package in LAYERS:
+        for path in sorted((ROOT / package).glob("*.py")):
+            name = f"debate_engine.{package}" + ("" if path.stem == "__init__" else f".{path.stem}")
+            out.append((name, path))
+    return out
+
+
+def imports_of(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {m for m in found if m.startswith("debate_engine.")}
+
+
+@pytest.mark.parametrize(("name", "path"), modules(), ids=[m for m, _ in modules()])
+def test_imports_point_one_way(name: str, path: Path) -> None:
+    package = name.split(".")[1]
+    for target in imports_of(path):
+        other = target.split(".")[1]
+        if other == package:
+            continue
+        assert other in LAYERS[package], f"{name} imports {target}: {package} may not depend on {other}"
+        if package == "nodes" and other == "graph":
+            assert target in NODES_MAY_USE, f"{name} imports {target}; nodes use only the state and settings"
+        if package == "graph" and other == "nodes":
+            assert name in ("debate_engine.graph.builder", "debate_engine.graph.routing"), name
+
+
+def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
+    # One interpreter per module, a few at a time: an import cycle shows up as an ImportError.
+    pending = [m for m, _ in modules()]
+    failures = []
+    while pending:
+        batch, pending = pending[:4], pending[4:]
+        procs = [(n, subprocess.Popen([sys.executable, "-c", f"import {n}"], stderr=subprocess.PIPE, text=True))
+                 for n in batch]
+        for name, proc in procs:
+            _, err = proc.communicate(timeout=120)
+            if proc.returncode:
+                failures.append(f"{name}: {err[-800:]}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize(("name", "path"), modules(), ids=[m for m, _ in modules()])
+def test_modules_and_functions_stay_small(name: str, path: Path) -> None:
+    source = path.read_text()
+    assert len(source.splitlines()) <= MAX_MODULE_LINES, f"{name} has {len(source.splitlines())} lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            assert length <= MAX_FUNCTION_LINES, f"{name}.{node.name} has {length} lines"
+
+
+def test_one_place_builds_a_turn() -> None:
+    builders = [
+        path.relative_to(ROOT).as_posix()
+        for _, path in modules()
+        if "Turn(" in path.read_text().replace("new_turn(", "").replace("class Turn(", "")
+    ]
+    assert builders == ["memory/records.py"], builders
+
+
+def test_cli_help_does_not_import_langgraph() -> None:
+    code = "import sys\nfrom debate_engine.app import cli\nprint('langgraph' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr
