@@ -1,21 +1,24 @@
-"""The JSON config file (the seed system's schema) and its resolution into a plan.
+"""Run settings: the run's context and its config file, resolved once into the state's ``settings``.
 
-Users bring their seed-system files as they are: every field the seed schema
-declares loads, including those the engine does not use. Problems are
-collected, not raised one at a time, and each names the field, the value and
-what would be valid.
+Precedence per field: the context (Studio form, CLI flags, SDK), then the
+agent's entry in the config file, then the file's ``debate`` section, then
+defaults. Every problem is collected and reported at once.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import os
-from pathlib import Path
-from typing import Any, Literal
+import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from debate_engine.graph.config_file import (
+    MAX_ROUNDS,
+    AgentEntry,
+    ConfigError,
+    DebateFile,
+    DebateSection,
+    load_config,
+)
 from debate_engine.graph.context import Context
 from debate_engine.graph.state import AgentProfile, RunSettings
 from debate_engine.memory.budget import BudgetError, make_budget
@@ -30,153 +33,26 @@ from debate_engine.providers.factory import (
     spec_from_config,
 )
 
-log = logging.getLogger("debate.config")
 DEFAULT_ROLES = ("architect", "performance", "security")
-MAX_ROUNDS = 10_000
-"""Debates are bounded: a typo of a few zeros must not run forever."""
+__all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 
-class ConfigError(ValueError):
-    """The configuration is invalid; ``problems`` lists each one for the user."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("\n".join(problems))
-        self.problems = problems
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-
-class AgentEntry(_Loose):
-    """An agent (or the judge) in the seed schema."""
-
-    id: str | None = None
-    name: str | None = None
-    role: str = "generalist"
-    model: str | None = None
-    provider: Literal["openai", "openrouter", "local", "fake"] | None = None
-    temperature: float = Field(0.5, ge=0, le=2)
-    enabled: bool = True
-    system_prompt_path: str | None = Field(None, alias="systemPromptPath")
-    summary_prompt_path: str | None = Field(None, alias="summaryPromptPath")
-    clarification_prompt_path: str | None = Field(None, alias="clarificationPromptPath")
-    summarization: dict[str, Any] | None = None
-    context_window: int | None = Field(None, ge=512, alias="contextWindow")
-    max_output_tokens: int | None = Field(None, ge=16, alias="maxOutputTokens")
-    fallback_models: list[str] | None = Field(None, alias="fallbackModels")
-
-
-class Termination(_Loose):
-    type: Literal["fixed", "convergence", "quality"] = "fixed"
-    threshold: float | None = None
-
-
-class DebateSection(_Loose):
-    """The ``debate`` object: the seed's fields and our own."""
-
-    rounds: int = Field(3, ge=1, le=MAX_ROUNDS)
-    termination_condition: Termination | None = Field(None, alias="terminationCondition")
-    synthesis_method: Literal["judge", "voting", "merge"] = Field("judge", alias="synthesisMethod")
-    include_full_history: bool = Field(False, alias="includeFullHistory")
-    timeout_per_round: int | None = Field(None, alias="timeoutPerRound")
-    interactive_clarifications: bool = Field(False, alias="interactiveClarifications")
-    clarifications_max_per_agent: int = Field(3, ge=0, alias="clarificationsMaxPerAgent")
-    summarization: dict[str, Any] = Field(default_factory=dict)
-    context_window: int | None = Field(None, ge=512, alias="contextWindow")
-    max_output_tokens: int | None = Field(None, ge=16, alias="maxOutputTokens")
-    max_concurrency: int | None = Field(None, ge=1, alias="maxConcurrency")
-
-
-class DebateFile(_Loose):
-    """A whole config file."""
-
-    agents: list[AgentEntry] = Field(default_factory=list)
-    judge: AgentEntry | None = None
-    debate: DebateSection = Field(default_factory=DebateSection)  # type: ignore[arg-type]
-
-
-def _where(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _explain(error: dict[str, Any]) -> str:
-    field = _where(error["loc"])
-    value = error.get("input")
-    kind = error["type"]
-    if field.endswith("temperature"):
-        return f"{field}: {value!r} is outside 0-2; use a number from 0 to 2"
-    if field.endswith("rounds"):
-        return f"{field}: {value!r} is not a round count; use a whole number >= 1"
-    if kind == "literal_error":
-        return f"{field}: {value!r} is not valid; {error['msg'].replace('Input should be', 'use')}"
-    return f"{field}: {error['msg']} (got {value!r})"
-
-
-def load_config(path: str | os.PathLike[str]) -> DebateFile:
-    """Read and validate a config file; raise ConfigError listing every problem."""
-    p = Path(path).expanduser()
+def check_context(context: Context) -> tuple[Context, list[str]]:
+    """Validate a context's types and ranges (a dev-server run may send anything)."""
     try:
-        raw = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError([f"config file {p}: cannot read it ({exc.strerror or exc}); check the path"]) from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            [f"config file {p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
-        ) from None
-    if not isinstance(data, dict):
-        raise ConfigError([f"config file {p}: the top level must be an object with agents, judge and debate"])
-    problems: list[str] = []
-    try:
-        parsed = DebateFile.model_validate(data)
+        context = TypeAdapter(Context).validate_python(dataclasses.asdict(context))
     except ValidationError as exc:
-        raise ConfigError([_explain(e) for e in exc.errors()]) from None  # type: ignore[arg-type]
-    roles = role_names()
-    seen: set[str] = set()
-    for i, agent in enumerate(parsed.agents):
-        if agent.role not in roles:
-            problems.append(f"agents[{i}].role: {agent.role!r} is not a role; use one of {', '.join(roles)}")
-        ident = agent.id or agent.role
-        if ident in seen:
-            problems.append(f"agents[{i}].id: {ident!r} is used twice; give each agent a unique id")
-        seen.add(ident)
-        problems += _check_entry(f"agents[{i}]", agent, parsed.debate.summarization)
-    if parsed.agents and not any(a.enabled for a in parsed.agents):
-        problems.append('agents: no agent is enabled; set "enabled": true on at least one')
-    if parsed.judge is not None:
-        problems += _check_entry("judge", parsed.judge, parsed.debate.summarization)
-    try:
-        SummarizationSettings.model_validate(parsed.debate.summarization)
-    except ValidationError as exc:
-        problems += [f"debate.summarization: {e['msg']}" for e in exc.errors()]
-    if problems:
-        raise ConfigError(problems)
-    return parsed
-
-
-def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) -> list[str]:
+        return context, [f"{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()]
+    except TypeError as exc:
+        return context, [f"context: {exc}"]
     problems = []
-    spec = spec_from_config(entry.model, entry.provider)
-    if spec:
-        try:
-            parse_spec(spec)
-        except ModelConfigError as exc:
-            problems.append(f"{where}.model: {exc}")
-    for name in ("system_prompt_path", "summary_prompt_path"):
-        value = getattr(entry, name)
-        if value and not os.access(Path(value).expanduser(), os.R_OK):
-            alias = AgentEntry.model_fields[name].alias
-            log.warning("%s.%s: cannot read %s; the built-in prompt will be used", where, alias, value)
-    try:
-        SummarizationSettings.model_validate({**debate_summary, **(entry.summarization or {})})
-    except ValidationError as exc:
-        problems += [f"{where}.summarization: {e['msg']}" for e in exc.errors()]
-    return problems
+    for name, low, high in (("rounds", 1, MAX_ROUNDS), ("context_window", 512, 10_000_000),
+                            ("max_output_tokens", 16, 1_000_000), ("max_concurrency", 1, 10_000),
+                            ("max_questions", 0, 20), ("timeout_s", 0.001, 86_400)):
+        value = getattr(context, name)
+        if value is not None and not low <= value <= high:
+            problems.append(f"{name}: {value!r} is out of range; use a number from {low} to {high}")
+    return context, problems
 
 
 def resolve(context: Context) -> RunSettings:
@@ -184,6 +60,9 @@ def resolve(context: Context) -> RunSettings:
 
     Raises ConfigError listing every problem at once.
     """
+    context, problems = check_context(context)
+    if problems:
+        raise ConfigError(problems)
     file = load_config(context.config_file) if context.config_file else DebateFile()
     entries, problems = _entries(context, file)
     overrides = {
@@ -251,13 +130,14 @@ def _profile(
 
 
 def _check_budgets(profiles: list[AgentProfile]) -> list[str]:
-    problems = []
+    """One line per distinct budget problem, naming every agent it concerns."""
+    by_problem: dict[str, list[str]] = {}
     for p in profiles:
         try:
             make_budget(p["context_window"], p["max_output_tokens"])
         except BudgetError as exc:
-            problems.append(f"{p['id']}: {exc}")
-    return problems
+            by_problem.setdefault(str(exc), []).append(p["id"])
+    return [f"{', '.join(ids)}: {problem}" for problem, ids in by_problem.items()]
 
 
 def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list[str]]:
@@ -268,8 +148,6 @@ def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list
             parse_spec(context.model)
         except ModelConfigError as exc:
             problems.append(f"model: {exc}")
-    if context.rounds is not None and not 1 <= context.rounds <= MAX_ROUNDS:
-        problems.append(f"rounds: {context.rounds} is not a round count; use a whole number from 1 to {MAX_ROUNDS}")
     configured = [a for a in file.agents if a.enabled]
     if not context.agents:
         return configured or [AgentEntry(id=r, role=r) for r in DEFAULT_ROLES], problems

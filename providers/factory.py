@@ -63,6 +63,8 @@ def parse_spec(spec: str) -> ModelSpec:
                     f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, "
                     "structured=false or fail=transport|invalid"
                 )
+            if key in ("words", "latency_ms") and not (value.isdigit() and int(value) <= 1_000_000):
+                raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= 0")
             params[key] = value
         return ModelSpec("fake", "", params)
     if not rest:
