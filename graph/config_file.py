@@ -160,7 +160,7 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
     except ValidationError as exc:
         problems += [_explain(e) for e in exc.errors()]  # type: ignore[arg-type]
     problems += _roster_problems(data)
-    debate = data.get("debate") if isinstance(data.get("debate"), dict) else {}
+    debate: dict[str, Any] = data["debate"] if isinstance(data.get("debate"), dict) else {}
     if isinstance(debate.get("summarization"), dict):
         problems += _summary_problems("debate.summarization", debate["summarization"])
     if parsed is not None:
@@ -176,7 +176,7 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
 
 def _roster_problems(data: dict[str, Any]) -> list[str]:
     """Roles, ids and enabled agents, read from the raw file so they show beside field errors."""
-    agents = data.get("agents") if isinstance(data.get("agents"), list) else []
+    agents: list[Any] = data["agents"] if isinstance(data.get("agents"), list) else []
     roles, problems, seen = role_names(), [], set()
     for i, agent in enumerate(a for a in agents if isinstance(a, dict)):
         role = agent.get("role", "generalist")

@@ -11,6 +11,7 @@ and an async body, so ``invoke`` and ``ainvoke`` both work.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -60,14 +61,22 @@ class Reply(TypedDict):
     model: str
 
 
-def _model(call: Call) -> Runnable[Any, Any]:
+def _chain(call: Call, build: Callable[[Any], Runnable[Any, Any]]) -> Runnable[Any, Any]:
+    """The agent's model, then its fallbacks, each built into a runnable by ``build``."""
     agent = call.agent
-    models = [
-        chat_model(spec, temperature=agent["temperature"], max_tokens=agent["max_output_tokens"],
-                   timeout_s=agent["timeout_s"])
+    runnables = [
+        # The client retries 5xx, 429 and dropped connections itself; a 200 whose body is not
+        # JSON it raises at once, so that one is retried here the same way.
+        build(chat_model(spec, temperature=agent["temperature"], max_tokens=agent["max_output_tokens"],
+                         timeout_s=agent["timeout_s"]))
+        .with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
         for spec in (agent["model"], *agent["fallback_models"])
     ]
-    return models[0].with_fallbacks(models[1:]) if len(models) > 1 else models[0]
+    return runnables[0].with_fallbacks(runnables[1:]) if len(runnables) > 1 else runnables[0]
+
+
+def _model(call: Call) -> Runnable[Any, Any]:
+    return _chain(call, lambda model: model)
 
 
 def _messages(call: Call) -> list[Any]:
@@ -81,20 +90,23 @@ def _config(call: Call) -> RunnableConfig:
 
 def _structured(call: Call) -> Runnable[Any, Any]:
     """Structured output with the raw message, falling back to plain text when it cannot be parsed."""
-    assert call.schema is not None
-    base = _model(call)
-    plain = base | RunnableLambda(lambda m: {"raw": m, "parsed": None})
-    try:
-        structured = cast(Any, base).with_structured_output(call.schema, method="function_calling", include_raw=True)
-    except (NotImplementedError, AttributeError):
-        return plain
+    schema = call.schema
+    assert schema is not None
 
     def require(out: dict[str, Any]) -> dict[str, Any]:
         if out.get("parsed") is None:
             raise ValueError(f"unparsable structured output: {out.get('parsing_error')}")
         return out
 
-    return (structured | RunnableLambda(require)).with_fallbacks([plain], exceptions_to_handle=(ValueError,))
+    def build(model: Any) -> Runnable[Any, Any]:
+        plain = model | RunnableLambda(lambda m: {"raw": m, "parsed": None})
+        try:
+            structured = model.with_structured_output(schema, method="function_calling", include_raw=True)
+        except NotImplementedError:
+            return plain
+        return (structured | RunnableLambda(require)).with_fallbacks([plain], exceptions_to_handle=(ValueError,))
+
+    return _chain(call, build)
 
 
 def _reply(call: Call, out: Any, started: float) -> Reply:
@@ -162,6 +174,14 @@ def model_call(call: Call) -> Reply:
     raise AssertionError("unreachable")
 
 
+async def _deadline(call: Call, runnable: Runnable[Any, Any]) -> Any:
+    """One call, retries included, within the agent's timeout (the client's own applies per attempt)."""
+    try:
+        return await asyncio.wait_for(runnable.ainvoke(_messages(call), config=_config(call)), call.agent["timeout_s"])
+    except TimeoutError:
+        raise TimeoutError(f"no answer within {call.agent['timeout_s']:.0f} s (the agent's timeout)") from None
+
+
 @task(name="model_call")  # type: ignore[arg-type]
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
@@ -172,10 +192,10 @@ async def amodel_call(call: Call) -> Reply:
             if limit:
                 async with limit:
                     started = time.perf_counter()  # model time, without the wait for a slot
-                    out = await runnable.ainvoke(_messages(call), config=_config(call))
+                    out = await _deadline(call, runnable)
             else:
                 started = time.perf_counter()
-                out = await runnable.ainvoke(_messages(call), config=_config(call))
+                out = await _deadline(call, runnable)
         except Exception as exc:
             if is_provider_error(exc):
                 raise provider_error(call.agent["id"], call.agent["model"], exc) from None

@@ -33,6 +33,7 @@ from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.factory import chat_model
+from debate_engine.providers.secrets import redact
 
 SUMMARY_TEMPERATURE_CAP = 0.3
 
@@ -101,7 +102,10 @@ def make_summary(call: SummaryCall) -> SummaryRecord:
     agent = call.agent
     model = chat_model(agent["model"], temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
                        max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"])
-    return summarize(model, call.job, emit=emit)
+    record = summarize(model, call.job, emit=emit)
+    if record["error"]:
+        record["error"] = redact(record["error"])
+    return record
 
 
 @task(name="summary_call")  # type: ignore[arg-type]
