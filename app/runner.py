@@ -56,7 +56,8 @@ def run_until_signal(work: Awaitable[T]) -> T:
 async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, progress: Progress) -> Any:
     """Stream the graph to its end, answering clarification interrupts at the terminal."""
     while True:
-        async for mode, chunk in graph.astream(payload, config, context=context, stream_mode=["custom", "updates"]):
+        stream = graph.astream(payload, config, context=context, stream_mode=["custom", "updates"], durability="sync")
+        async for mode, chunk in stream:
             if mode == "custom":
                 progress.show(chunk)
         snapshot = await graph.aget_state(config)

@@ -38,13 +38,16 @@ __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve
 
 
 def check_context(context: Context) -> tuple[Context, list[str]]:
-    """Validate a context's types and ranges (a dev-server run may send anything)."""
+    """Validate a context's types (raising ConfigError) and return its range problems.
+
+    A dev-server run may send anything; a value of the wrong type ends the check at once.
+    """
     try:
         context = TypeAdapter(Context).validate_python(dataclasses.asdict(context))
     except ValidationError as exc:
-        return context, [f"{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()]
+        raise ConfigError([f"{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()]) from None
     except TypeError as exc:
-        return context, [f"context: {exc}"]
+        raise ConfigError([f"context: {exc}"]) from None
     problems = []
     for name, low, high in (("rounds", 1, MAX_ROUNDS), ("context_window", 512, 10_000_000),
                             ("max_output_tokens", 16, 1_000_000), ("max_concurrency", 1, 10_000),
@@ -61,10 +64,9 @@ def resolve(context: Context) -> RunSettings:
     Raises ConfigError listing every problem at once.
     """
     context, problems = check_context(context)
-    if problems:
-        raise ConfigError(problems)
     file = load_config(context.config_file) if context.config_file else DebateFile()
-    entries, problems = _entries(context, file)
+    entries, entry_problems = _entries(context, file)
+    problems += entry_problems
     overrides = {
         k: v
         for k, v in {
@@ -81,14 +83,15 @@ def resolve(context: Context) -> RunSettings:
     except ValidationError as exc:
         problems += [f"summarization: {e['msg']}" for e in exc.errors()]
         debate_summary = SummarizationSettings()
-    if problems:
-        raise ConfigError(problems)
+    if any(p.startswith(("context_window", "max_output_tokens", "model:")) for p in problems):
+        raise ConfigError(problems)  # no profile or budget can be built from these
+    entries = [e for e in entries if e.role in role_names()]  # the others are already reported
     judge_entry = (file.judge or AgentEntry(id="judge", role="judge", temperature=0.2)).model_copy(
         update={"role": "judge", "id": "judge"}
     )
     agents = [_profile(context, file.debate, debate_summary, e, e.role) for e in entries]
     judge = _profile(context, file.debate, debate_summary, judge_entry, "judge")
-    problems = _check_budgets([*agents, judge])
+    problems += _check_budgets([*agents, judge])
     if problems:
         raise ConfigError(problems)
     debate = file.debate

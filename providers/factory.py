@@ -7,6 +7,7 @@ provider SDK; they ask this module.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -84,12 +85,21 @@ def spec_from_config(model: str | None, provider: str | None) -> str | None:
 
 
 def chat_model(spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, timeout_s: float = 120) -> BaseChatModel:
-    """Return the chat model for ``spec``, built once per distinct setting."""
-    return _build(str(parse_spec(spec)) if not spec.startswith("fake") else spec, temperature, max_tokens, timeout_s)
+    """Return the chat model for ``spec``, built once per distinct setting and event loop.
+
+    An async HTTP client belongs to the event loop it first ran in: a model
+    built in one ``asyncio.run`` must not be reused by the next.
+    """
+    try:
+        loop = id(asyncio.get_running_loop())
+    except RuntimeError:
+        loop = 0
+    key = str(parse_spec(spec)) if not spec.startswith("fake") else spec
+    return _build(key, temperature, max_tokens, timeout_s, loop)
 
 
 @lru_cache(maxsize=64)
-def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> BaseChatModel:
+def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float, loop: int) -> BaseChatModel:
     parsed = parse_spec(spec)
     if parsed.provider == "fake":
         from debate_engine.providers.fake import FakeChatModel
@@ -102,8 +112,10 @@ def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float) -> 
             fail=p.get("fail"),
         )
     from langchain_openai import ChatOpenAI
+    from openai import DefaultAsyncHttpxClient
 
     common: dict[str, Any] = {
+        "http_async_client": DefaultAsyncHttpxClient(),
         "model": parsed.name,
         "temperature": temperature,
         "max_tokens": max_tokens,
