@@ -24,7 +24,7 @@ from langgraph.func import task
 from pydantic import BaseModel
 
 from debate_engine.graph.state import AgentProfile, ConversationState
-from debate_engine.memory import Turn, TurnView, Usage, new_turn, usage_of
+from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn, usage_of
 from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.status import emit
 from debate_engine.providers.errors import ProviderError, is_provider_error, provider_error
@@ -83,9 +83,15 @@ def _messages(call: Call) -> list[Any]:
     return [SystemMessage(call.system), HumanMessage(call.user)]
 
 
+PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
+            "synthesis": "synthesize", "message": "turn"}
+"""The node (phase) that makes each kind of turn: what stream metadata names."""
+
+
 def _config(call: Call) -> RunnableConfig:
-    return {"tags": [call.agent["id"], call.kind],
-            "metadata": {"agent_id": call.agent["id"], "phase": call.kind, "round": call.round}}
+    phase = PHASE_OF.get(call.kind, call.kind)
+    return {"tags": [call.agent["id"], phase],
+            "metadata": {"agent_id": call.agent["id"], "phase": phase, "kind": call.kind, "round": call.round}}
 
 
 def _structured(call: Call) -> Runnable[Any, Any]:
@@ -122,8 +128,12 @@ def _reply(call: Call, out: Any, started: float) -> Reply:
 
 
 def _check(call: Call, reply: Reply) -> Reply:
+    """Fail an empty reply; announce a good one as soon as it arrives."""
     if not reply["content"] and reply["parsed"] is None:
         raise ProviderError(f"{call.agent['id']} on {call.agent['model']}: the model returned an empty reply")
+    emit({"event": "contribution", "kind": call.kind, "round": call.round, "agent_id": call.agent["id"],
+          "target": call.target, "tokens": count_tokens(reply["content"]), "prompt_tokens": call.view["prompt_tokens"],
+          "latency_ms": reply["latency_ms"], "truncated": reply["truncated"]})
     return reply
 
 
@@ -231,7 +241,7 @@ def phase_node(
 
 
 def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:
-    """Turn replies into transcript turns, numbered after the transcript, and announce each."""
+    """Turn replies into transcript turns, numbered after the transcript."""
     start = len(state.get("transcript", []))
     turns = []
     for i, (call, reply) in enumerate(zip(calls, replies, strict=True)):
@@ -244,7 +254,4 @@ def record_turns(state: ConversationState, calls: Sequence[Call], replies: Seque
             latency_ms=reply["latency_ms"], view=call.view, truncated=reply["truncated"],
         )
         turns.append(turn)
-        emit({"event": "contribution", "kind": turn["kind"], "round": turn["round"], "agent_id": turn["speaker"],
-              "target": turn["target"], "tokens": turn["tokens"], "prompt_tokens": call.view["prompt_tokens"],
-              "latency_ms": turn["latency_ms"], "truncated": reply["truncated"]})
     return turns
