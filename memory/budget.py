@@ -72,8 +72,8 @@ def make_budget(context_window: int, max_output_tokens: int, split: BudgetSplit 
 
 
 def turn_cost(turn: Turn) -> int:
-    """Tokens a turn takes in a view, at most (heading included)."""
-    return turn["tokens"] + TURN_OVERHEAD
+    """Tokens a turn takes in a view, at most: its content, its heading (agent ids are free text) and separators."""
+    return turn["tokens"] + max(TURN_OVERHEAD, count_tokens(heading(turn)) + 4)
 
 
 @dataclass(frozen=True)
@@ -90,20 +90,23 @@ class View:
 Render = Callable[[Turn], str]
 
 
-def render_turn(turn: Turn) -> str:
-    """Render a turn as a headed block, the way every prompt shows history."""
+def heading(turn: Turn) -> str:
+    """The line that introduces a turn in a prompt."""
     kind = turn["kind"]
     if kind == "critique":
-        head = f"Critique by {turn['speaker']} of {turn['target']} (round {turn['round']})"
-    elif kind == "clarification":
-        head = f"Clarifications asked by {turn['speaker']}, answered by the user"
-    elif kind == "briefing":
-        head = "Briefing from the organisers"
-    elif kind == "message":
-        head = f"{turn['speaker']} (turn {turn['round']})"
-    else:
-        head = f"{kind.capitalize()} by {turn['speaker']} (round {turn['round']})"
-    return f"### {head}\n{turn['content']}"
+        return f"### Critique by {turn['speaker']} of {turn['target']} (round {turn['round']})"
+    if kind == "clarification":
+        return f"### Clarifications asked by {turn['speaker']}, answered by the user"
+    if kind == "briefing":
+        return "### Briefing from the organisers"
+    if kind == "message":
+        return f"### {turn['speaker']} (turn {turn['round']})"
+    return f"### {kind.capitalize()} by {turn['speaker']} (round {turn['round']})"
+
+
+def render_turn(turn: Turn) -> str:
+    """Render a turn as a headed block, the way every prompt shows history."""
+    return f"{heading(turn)}\n{turn['content']}"
 
 
 def summary_text(summary: SummaryRecord, limit_tokens: int) -> tuple[str, bool]:

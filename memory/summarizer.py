@@ -149,6 +149,8 @@ def _call(
         newest_first=reversed(part), since=part[0]["seq"] if part else 0,
         to_seq=part[-1]["seq"] + 1 if part else 0, budget=job.budget,
     ))
+    if not view.complete:  # never claim to cover what the model was not shown
+        raise ValueError(f"the material did not fit one call ({view.record['turns']} of {len(part)} turns shown)")
     messages = [SystemMessage(view.system), HumanMessage(view.user)]
     # The summarizer's tokens stay out of the `messages` stream.
     config: RunnableConfig = {"tags": ["nostream", "summarizer"], "metadata": {"agent_id": job.agent_id}}

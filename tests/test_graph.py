@@ -52,6 +52,7 @@ class Prompts(BaseCallbackHandler):
             self.calls[run_id] = {
                 "agent_id": meta.get("agent_id"),
                 "phase": meta.get("phase"),
+                "kind": meta.get("kind"),
                 "round": meta.get("round"),
                 "tags": kwargs.get("tags") or [],
                 "system": str(messages[0][0].content),
@@ -172,7 +173,7 @@ def test_every_turn_is_numbered_budgeted_and_sees_only_its_perspective(
     for call in agent_calls:
         headings = history_headings(call["user"])
         assert all(allowed_heading(h, call["agent_id"]) for h in headings), (call["agent_id"], headings)
-        assert len(headings) == views[(call["agent_id"], call["phase"], call["round"])]["turns"]
+        assert len(headings) == views[(call["agent_id"], call["kind"], call["round"])]["turns"]
 
 
 def test_the_views_of_a_long_debate_use_summaries_of_their_own_perspective(debate) -> None:

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from debate_engine.providers.fake import FakeChatModel
 from debate_engine.memory import find_safe_split, make_pre_model_hook, summarize_messages
+from debate_engine.providers.fake import FakeChatModel
 
 
 def ai(*calls: str) -> AIMessage:
@@ -79,6 +79,20 @@ def test_no_split_ever_separates_a_call_from_its_answers(messages, keep) -> None
     assert_intact(messages, start)
 
 
+def intact(messages, start) -> bool:
+    """No answer in ``messages[start:]`` whose call is in ``messages[:start]``."""
+    calls_in_head = {c["id"] for m in messages[:start] if isinstance(m, AIMessage) for c in m.tool_calls}
+    return not any(isinstance(m, ToolMessage) and m.tool_call_id in calls_in_head for m in messages[start:])
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), st.integers(0, 30))
+def test_the_split_keeps_no_more_than_it_must(messages, keep) -> None:
+    # Brute force: the latest start at or before len - keep whose tail is intact.
+    latest = max(i for i in range(max(0, len(messages) - keep) + 1) if intact(messages, i))
+    assert find_safe_split(messages, keep) == latest
+
+
 def test_summarize_messages_keeps_system_and_pairs() -> None:
     long = "word " * 400
     messages = [
@@ -96,9 +110,28 @@ def test_summarize_messages_keeps_system_and_pairs() -> None:
     assert out[1].content.startswith("Summary of the earlier conversation")
     assert_intact(out, 2)
     assert isinstance(out[2], AIMessage) and out[2].tool_calls[0]["id"] == "c1"
+    assert out[2:] == messages[2:], "the tail from the call of c1 on is kept as it was"
+
+
+def test_summarize_messages_leaves_short_histories_alone() -> None:
+    model = FakeChatModel()
+    messages = [SystemMessage("sys"), HumanMessage("hi"), AIMessage("hello")]
+    assert summarize_messages(messages, model, keep_last=1, max_tokens=10_000) == messages
+    assert model.calls == 0
 
 
 def test_pre_model_hook_leaves_short_histories_alone() -> None:
     hook = make_pre_model_hook(FakeChatModel(), keep_last=2, max_tokens=10_000)
     messages = [HumanMessage("hi"), AIMessage("hello")]
     assert hook({"messages": messages}) == {"llm_input_messages": messages}
+
+
+def test_pre_model_hook_summarizes_long_histories_for_the_model_only() -> None:
+    model = FakeChatModel(words=10)
+    hook = make_pre_model_hook(model, keep_last=2, max_tokens=100)
+    messages = [HumanMessage("word " * 300), AIMessage("answer " * 50), HumanMessage("next"), AIMessage("ok")]
+    state = {"messages": list(messages)}
+    out = hook(state)["llm_input_messages"]
+    assert model.calls == 1 and len(out) == 3
+    assert out[0].content.startswith("Summary of the earlier conversation") and out[1:] == messages[2:]
+    assert state["messages"] == messages, "the thread's messages stay whole"
