@@ -14,54 +14,27 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from importlib import import_module
 from typing import Any
 
 from debate_engine import __version__
-
-EXIT_OK, EXIT_INPUT, EXIT_PROVIDER, EXIT_SUMMARY, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 2, 3, 4, 130, 143
-
-
-class UserError(Exception):
-    """A mistake in the command line's input; exits 2 with its message."""
+from debate_engine.app.commands import COMMANDS
+from debate_engine.app.errors import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_PROVIDER,
+    EXIT_SUMMARY,
+    EXIT_TERMINATED,
+    UserError,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="debate", description="Multi-agent debates on LangGraph.")
     parser.add_argument("--version", action="version", version=f"debate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser("run", help="run a new debate")
-    run.add_argument("problem", nargs="?", help="the problem to debate")
-    run.add_argument("--problem-file", help="read the problem from this file")
-    run.add_argument("--config", help="JSON config file (the seed schema)")
-    run.add_argument("--agents", help="comma-separated roles, or ids/roles of the config's agents")
-    run.add_argument("--rounds", type=int, help="number of rounds (1 to 10,000)")
-    run.add_argument("--model", help="model for every agent and the judge (openai:..., openrouter:..., "
-                     "local:smollm2, fake)")
-    run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
-    run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
-    run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
-    run.add_argument("--context-window", type=int, help="context window in tokens")
-    run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: no limit)")
-    run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
-    run.add_argument("--no-summary", action="store_true", help="never summarize")
-
-    show = sub.add_parser("show", help="show a stored debate")
-    show.add_argument("thread")
-    report = sub.add_parser("report", help="write the Markdown report of a stored debate")
-    report.add_argument("thread")
-    resume = sub.add_parser("resume", help="continue an interrupted, failed or killed debate")
-    resume.add_argument("thread")
-    lst = sub.add_parser("list", help="list stored debates")
-
-    for p in (run, show, resume, report):
-        p.add_argument("--output", help="write the final state as JSON here")
-        p.add_argument("--report", help="write a Markdown report here")
-    for p in (run, show, resume, lst, report):
-        p.add_argument("--db", default=None, help="checkpoint database: a path or postgresql://... "
-                       "(default $DEBATE_DB, else ~/.local/share/debate/debates.sqlite)")
-    for p in (run, resume):
-        p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    for name in COMMANDS:
+        import_module(f"debate_engine.app.commands.{name}").register(sub)
     return parser
 
 
@@ -69,10 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``debate`` console script."""
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
     args = _parser().parse_args(argv)
-    from debate_engine.app import commands
-
     try:
-        return int(commands.COMMANDS[args.command](args))
+        return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
     except Exception as exc:  # every failure becomes a named message and an exit code
         return _failure(exc, args)
 

@@ -28,9 +28,11 @@ MAX_FUNCTION_LINES = 50
 def modules() -> list[tuple[str, Path]]:
     out = []
     for package in LAYERS:
-        for path in sorted((ROOT / package).glob("*.py")):
-            name = f"debate_engine.{package}" + ("" if path.stem == "__init__" else f".{path.stem}")
-            out.append((name, path))
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = [package, *path.relative_to(ROOT / package).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            out.append((".".join(["debate_engine", *parts]), path))
     return out
 
 

@@ -1,0 +1,8 @@
+"""The ``debate`` subcommands: one module each, with ``register(subparsers)`` and ``main(args) -> exit code``.
+
+A command module imports only ``argparse`` at its top, so building the
+parser (``debate --help``) stays instant; its ``main`` imports what it needs.
+"""
+
+COMMANDS = ("run", "resume", "show", "report", "list")
+"""Module names under ``debate_engine.app.commands``, in ``--help`` order."""

@@ -1,0 +1,101 @@
+"""``debate run``: start a new debate and drive it to its end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from debate_engine.app.errors import UserError
+from debate_engine.app.outputs import add_db, add_outputs, check_outputs, db_of, finish
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a new debate")
+    run.add_argument("problem", nargs="?", help="the problem to debate")
+    run.add_argument("--problem-file", help="read the problem from this file")
+    run.add_argument("--config", help="JSON config file (the seed schema)")
+    run.add_argument("--agents", help="comma-separated roles, or ids/roles of the config's agents")
+    run.add_argument("--rounds", type=int, help="number of rounds (1 to 10,000)")
+    run.add_argument("--model", help="model for every agent and the judge (openai:..., openrouter:..., "
+                     "local:smollm2, fake)")
+    run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
+    run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
+    run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
+    run.add_argument("--context-window", type=int, help="context window in tokens")
+    run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: no limit)")
+    run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
+    run.add_argument("--no-summary", action="store_true", help="never summarize")
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_outputs(run)
+    add_db(run)
+
+
+def problem_of(args: argparse.Namespace) -> str:
+    """The problem from the argument or ``--problem-file``."""
+    if args.problem_file:
+        try:
+            text = Path(args.problem_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read problem file {args.problem_file}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise UserError(f"problem file {args.problem_file} is not UTF-8 text; save it as UTF-8") from None
+    else:
+        text = args.problem or ""
+    if not text.strip():
+        raise UserError("no problem given; pass it as an argument or with --problem-file FILE")
+    return text.strip()
+
+
+def context_of(args: argparse.Namespace) -> Any:
+    """The run's context from the flags, resolved once here so every mistake shows before any call."""
+    from debate_engine.graph.config import resolve
+    from debate_engine.graph.context import Context
+    from debate_engine.providers.factory import chat_model
+
+    if args.config and not Path(args.config).is_file():
+        raise UserError(f"config file {args.config} does not exist; check the path")
+    context = Context(
+        model=args.model or "", agents=args.agents or "", rounds=args.rounds,
+        config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
+        max_output_tokens=args.max_output_tokens, context_window=args.context_window,
+        max_concurrency=args.max_concurrency, summary_method=args.summary_method or "",
+        summarize=False if args.no_summary else None,
+    )
+    settings = resolve(context)  # raises ConfigError listing every problem
+    for profile in (*settings["agents"], settings["judge"]):
+        if not profile["model"].startswith("local"):
+            chat_model(profile["model"])  # a missing API key is an input error, found before any call
+    return context
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.runner import run_until_signal
+
+    problem = problem_of(args)
+    check_outputs(args)
+    context = context_of(args)
+    args.thread_id = args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    return run_until_signal(_run(args, problem, context))
+
+
+async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
+    from debate_engine.app.persistence import open_checkpointer, thread_lock
+    from debate_engine.app.progress import Progress
+    from debate_engine.app.runner import drive
+    from debate_engine.graph.builder import compile_debate
+
+    db = db_of(args)
+    async with open_checkpointer(db) as saver:
+        graph = compile_debate(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": args.thread_id}}
+        with thread_lock(db, args.thread_id):
+            if (await graph.aget_state(config)).values:
+                raise UserError(f"thread {args.thread_id} already holds a debate; use `debate resume "
+                                f"{args.thread_id}` or another --thread-id")
+            print(f"debate {args.thread_id}", file=sys.stderr)
+            snapshot = await drive(graph, {"problem": problem}, config, context, Progress(args.quiet))
+    return finish(snapshot.values, args)

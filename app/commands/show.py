@@ -1,0 +1,38 @@
+"""``debate show``: a stored debate's state, solution and report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from debate_engine.app.errors import UserError
+from debate_engine.app.outputs import add_db, add_outputs, check_outputs, db_of, finish, where
+
+
+def register(sub: Any) -> None:
+    show = sub.add_parser("show", help="show a stored debate")
+    show.add_argument("thread")
+    add_outputs(show)
+    add_db(show)
+
+
+async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The whole state of ``args.thread``; a named error when there is none."""
+    from debate_engine.app.persistence import open_checkpointer
+    from debate_engine.graph.builder import compile_debate
+
+    async with open_checkpointer(db_of(args)) as saver:
+        snapshot = await compile_debate(checkpointer=saver).aget_state({"configurable": {"thread_id": args.thread}})
+    if not snapshot.values:
+        raise UserError(f"no debate {args.thread!r} in {db_of(args)}; see `debate list`")
+    return dict(snapshot.values)
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.runner import run_until_signal
+
+    check_outputs(args)
+    values = run_until_signal(stored_values(args))
+    print(f"thread {args.thread}: {where(values.get('status'))}", file=sys.stderr)
+    return finish(values, args)

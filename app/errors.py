@@ -1,0 +1,17 @@
+"""Exit codes, and the error a user's own mistake raises."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INPUT = 2
+"""Bad input or configuration: nothing ran."""
+EXIT_PROVIDER = 3
+"""A model provider failed after retries; finished turns are kept and the debate resumes."""
+EXIT_SUMMARY = 4
+"""A summary failed and ``abortOnFailure`` is set."""
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+
+class UserError(Exception):
+    """A mistake in the command line's input; exits 2 with its message."""
