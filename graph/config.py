@@ -20,7 +20,7 @@ from debate_engine.graph.config_file import (
     load_config,
 )
 from debate_engine.graph.context import Context
-from debate_engine.graph.state import AgentProfile, RunSettings
+from debate_engine.graph.state import AgentProfile, Price, RunSettings, SpendCap
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import load_prompt, read_prompt_file, role_names
@@ -32,8 +32,11 @@ from debate_engine.providers.factory import (
     parse_spec,
     spec_from_config,
 )
+from debate_engine.providers.prices import cost, price_of
 
 DEFAULT_ROLES = ("architect", "performance", "security")
+JUDGE_PROMPT_FLOOR = 2048
+"""Prompt tokens the synthesis is sure to have under a spend cap: its view shrinks to what is left, never below."""
 __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 
@@ -50,6 +53,7 @@ def check_context(context: Context) -> tuple[Context, list[str]]:
         raise ConfigError([f"context: {exc}"]) from None
     problems = []
     for name, low, high in (("rounds", 1, MAX_ROUNDS), ("context_window", 512, 10_000_000),
+                            ("max_tokens", 1, 10**12), ("max_cost", 1e-9, 10**9),
                             ("max_output_tokens", 16, 1_000_000), ("max_concurrency", 1, 10_000),
                             ("max_questions", 0, 20), ("timeout_s", 0.001, 86_400)):
         value = getattr(context, name)
@@ -92,10 +96,16 @@ def resolve(context: Context) -> RunSettings:
     agents = [_profile(context, file.debate, debate_summary, e, e.role) for e in entries]
     judge = _profile(context, file.debate, debate_summary, judge_entry, "judge")
     problems += _check_budgets([*agents, judge])
+    cap = SpendCap(max_tokens=context.max_tokens or file.budget.max_tokens,
+                   max_cost=context.max_cost or file.budget.max_cost)
+    prices, price_problems = _prices([*agents, judge], file, needed=cap["max_cost"] is not None)
+    problems += price_problems + _cap_problems(cap, judge, prices)
     if problems:
         raise ConfigError(problems)
     debate = file.debate
     return RunSettings(
+        cap=cap,
+        prices=prices,
         protocol="phases",
         agents=agents,
         judge=judge,
@@ -130,6 +140,41 @@ def _profile(
         timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
         summarization=summary.merged(entry.summarization).model_dump(by_alias=True),
     )
+
+
+def _prices(profiles: list[AgentProfile], file: DebateFile, needed: bool) -> tuple[dict[str, Price], list[str]]:
+    """The price of every model the debate may call; with a cost cap, an unknown price is an error."""
+    overrides = {spec: Price(input=p.input, output=p.output) for spec, p in file.prices.items()}
+    prices: dict[str, Price] = {}
+    problems = []
+    for spec in sorted({s for p in profiles for s in (p["model"], *p["fallback_models"])}):
+        found = price_of(spec, overrides)  # type: ignore[arg-type]
+        if found is not None:
+            prices[spec] = Price(input=found["input"], output=found["output"])
+        elif needed:
+            problems.append(f"max_cost: no known price for {spec}; add it to the config file as "
+                            f'"prices": {{"{spec}": {{"input": USD_PER_MILLION, "output": USD_PER_MILLION}}}}')
+    return prices, problems
+
+
+def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) -> list[str]:
+    """A cap too small to pay even for the judge's synthesis is a mistake to report now."""
+    prompt, answer = judge_floor(judge)
+    problems = []
+    if cap["max_tokens"] is not None and cap["max_tokens"] < prompt + answer:
+        problems.append(f"max_tokens: {cap['max_tokens']} cannot pay for the judge's synthesis alone "
+                        f"({prompt + answer} tokens); raise the cap")
+    price = prices.get(judge["model"])
+    if cap["max_cost"] is not None and price and cost(price, prompt, answer) > cap["max_cost"]:
+        problems.append(f"max_cost: {cap['max_cost']} cannot pay for the judge's synthesis alone "
+                        f"(${cost(price, prompt, answer):.4f}); raise the cap")
+    return problems
+
+
+def judge_floor(judge: AgentProfile) -> tuple[int, int]:
+    """Prompt and answer tokens kept back from the start for the synthesis."""
+    budget = make_budget(judge["context_window"], judge["max_output_tokens"])
+    return min(budget.total, JUDGE_PROMPT_FLOOR), judge["max_output_tokens"]
 
 
 def _check_budgets(profiles: list[AgentProfile]) -> list[str]:

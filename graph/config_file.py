@@ -80,12 +80,29 @@ class DebateSection(_Strict):
     max_concurrency: int | None = Field(None, ge=1, alias="maxConcurrency")
 
 
+class SpendSection(_Strict):
+    """The ``budget`` object: the spend cap."""
+
+    max_tokens: int | None = Field(None, ge=1, alias="maxTokens")
+    max_cost: float | None = Field(None, gt=0, alias="maxCost")
+
+
+class PriceEntry(_Strict):
+    """One model's price in US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
 class DebateFile(_Strict):
     """A whole config file."""
 
     agents: list[AgentEntry] = Field(default_factory=list)
     judge: AgentEntry | None = None
     debate: DebateSection = Field(default_factory=DebateSection)  # type: ignore[arg-type]
+    budget: SpendSection = Field(default_factory=lambda: SpendSection())
+    prices: dict[str, PriceEntry] = Field(default_factory=dict)
+    """Prices per model spec, in US dollars per million tokens: override or add to genai-prices."""
 
 
 def _where(loc: tuple[Any, ...]) -> str:

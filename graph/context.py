@@ -57,3 +57,11 @@ class Context:
         default=None, metadata=_d("Most model calls of one phase at once (default 8); the CLI and Python API apply it.")
     )
     timeout_s: float | None = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
+    max_tokens: int | None = field(
+        default=None,
+        metadata=_d("Spend cap: most prompt + completion tokens over every call (agents, summaries, judge). "
+                    "When the next phase no longer fits, the judge synthesizes from what exists."),
+    )
+    max_cost: float | None = field(
+        default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
+    )

@@ -1,7 +1,8 @@
 """Routers: pure functions of the state, typed so Studio can draw every edge.
 
 Before each phase the debate goes through ``summarize`` when some speaker's
-(or the judge's) summary trigger fires, at most once per phase.
+(or the judge's) summary trigger fires, at most once per phase. A phase that
+the spend cap refused leads straight to the judge.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def after_setup(state: ConversationState) -> Literal["clarify", "summarize", "pr
     return cast(Literal["summarize", "propose"], route(state))
 
 
-def after_clarify(state: ConversationState) -> Literal["summarize", "propose"]:
-    """Round 1 follows the answers."""
-    return cast(Literal["summarize", "propose"], route(state))
+def after_clarify(state: ConversationState) -> Literal["summarize", "propose", "synthesize"]:
+    """Round 1 follows the answers (the judge, when the spend cap stopped the debate)."""
+    return cast(Literal["summarize", "propose", "synthesize"], route(state))
 
 
 def after_summarize(state: ConversationState) -> Literal["propose", "critique", "refine", "synthesize"]:
@@ -42,14 +43,14 @@ def after_summarize(state: ConversationState) -> Literal["propose", "critique", 
     return cast(Literal["propose", "critique", "refine", "synthesize"], step)
 
 
-def after_propose(state: ConversationState) -> Literal["summarize", "critique", "refine"]:
-    """Critique the proposals (a single agent refines at once)."""
-    return cast(Literal["summarize", "critique", "refine"], route(state))
+def after_propose(state: ConversationState) -> Literal["summarize", "critique", "refine", "synthesize"]:
+    """Critique the proposals (a single agent refines at once; the judge when the spend cap stopped it)."""
+    return cast(Literal["summarize", "critique", "refine", "synthesize"], route(state))
 
 
-def after_critique(state: ConversationState) -> Literal["summarize", "refine"]:
-    """Refine in answer to the critiques."""
-    return cast(Literal["summarize", "refine"], route(state))
+def after_critique(state: ConversationState) -> Literal["summarize", "refine", "synthesize"]:
+    """Refine in answer to the critiques (the judge, when the spend cap stopped the debate)."""
+    return cast(Literal["summarize", "refine", "synthesize"], route(state))
 
 
 def after_refine(state: ConversationState) -> Literal["summarize", "critique", "refine", "synthesize"]:

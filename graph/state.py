@@ -58,6 +58,37 @@ class AgentProfile(TypedDict):
     """Resolved summarization settings (debate-wide merged with the agent's own)."""
 
 
+class SpendCap(TypedDict):
+    """At most this much over every call; None: no cap."""
+
+    max_tokens: int | None
+    max_cost: float | None
+
+
+class Price(TypedDict):
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+
+
+class Tally(TypedDict):
+    """Tokens, calls and dollars spent."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+class Spend(TypedDict):
+    """What the debate has spent, in total and by agent and by phase (summaries and the judge included)."""
+
+    total: Tally
+    by_agent: dict[str, Tally]
+    by_phase: dict[str, Tally]
+
+
 class RunSettings(TypedDict):
     """Everything a run was configured with, fixed at setup: resume reads it from here."""
 
@@ -69,6 +100,10 @@ class RunSettings(TypedDict):
     max_questions: int
     max_concurrency: int
     """Most model calls at once per provider."""
+    cap: SpendCap
+    """The spend cap, fixed at setup: a resumed debate continues with what is left."""
+    prices: dict[str, Price]
+    """Price per model spec the debate uses (US dollars per million tokens)."""
     briefings: NotRequired[dict[str, str]]
     """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
 
@@ -98,6 +133,8 @@ class Status(TypedDict):
     turns: int
     summaries: int
     tokens: int
+    cost: float
+    """US dollars spent so far."""
     started_at: float
     updated_at: float
 
@@ -118,6 +155,8 @@ class OutputState(TypedDict):
     summary_log: list[SummaryRecord]
     solution: Solution | None
     status: Status
+    spend: Spend
+    stopped: str | None
 
 
 class ConversationState(TypedDict):
@@ -143,3 +182,7 @@ class ConversationState(TypedDict):
     """The judge's synthesis, once made."""
     status: Status
     """What ``debate list`` shows."""
+    spend: Spend
+    """Tokens and dollars spent so far."""
+    stopped: str | None
+    """Why the debate stopped taking turns early (``budget``), or None."""

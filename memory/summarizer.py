@@ -74,6 +74,8 @@ class SummaryJob:
     """The system prompt for a target length in characters."""
     instruction: str
     model_spec: str
+    retries: int = 1
+    """Second attempts for a reply cut at the output limit."""
 
 
 def target_length(job: SummaryJob) -> int:
@@ -131,11 +133,11 @@ def _call_with_retry(
     model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn]
 ) -> tuple[str, SummaryFacets, bool, Usage | None, int]:
     length = target_length(job)
-    for attempt in range(2):
+    for attempt in range(job.retries + 1):
         try:
             return (*_call(model, job, fold, part, length), attempt + 1)
         except TruncatedReply:
-            if attempt == 1:
+            if attempt == job.retries:
                 raise
             length = max(200, length // 2)
     raise AssertionError("unreachable")

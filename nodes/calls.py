@@ -1,16 +1,15 @@
-"""Model calls as LangGraph tasks, and the runner that turns a phase into a node.
+"""Model calls as LangGraph tasks: one planned call in, one reply out, and the turns made from them.
 
-A phase plans its calls from state (deterministically: the same state gives
-the same calls in the same order), runs them concurrently as tasks, then
-applies the replies. Each finished task is written to the checkpoint on its
-own, so a resumed phase re-runs only the calls that had not finished; the
-prompts travel as task arguments and are never stored. Every node has a sync
-and an async body, so ``invoke`` and ``ainvoke`` both work.
+A task's result is written to the checkpoint as soon as it finishes, so a
+resumed phase re-runs only the calls that had not finished. The prompt is the
+task's argument and is never stored. The calls to one provider are limited by
+a semaphore inside the task, and each call is announced as it finishes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import threading
 import time
@@ -26,6 +25,7 @@ from pydantic import BaseModel
 from debate_engine.graph.state import AgentProfile, ConversationState
 from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn, usage_of
 from debate_engine.memory.records import TurnKind
+from debate_engine.nodes.spend import worst_case
 from debate_engine.nodes.status import emit
 from debate_engine.providers.errors import ProviderError, is_provider_error, provider_error
 from debate_engine.providers.factory import chat_model, provider_of
@@ -46,6 +46,22 @@ class Call:
     """Most calls at once to this agent's provider (0: no limit)."""
     schema: type[BaseModel] | None = None
     """Ask for this structured output, falling back to plain text."""
+    retry_empty: bool = True
+    """Retry an empty reply once (off when a spend cap has no room for the retry)."""
+
+    def reserve(self) -> list[tuple[str, int, int]]:
+        """The most this call may spend: ``(model spec, input tokens, output tokens)``."""
+        return [(self.agent["model"], *worst_case(self.view["prompt_tokens"], self.agent["max_output_tokens"]))]
+
+    def without_retries(self) -> Call:
+        """The same call with no retry of an empty reply (when the spend cap has no room for one)."""
+        return dataclasses.replace(self, retry_empty=False)
+
+    def charge(self, reply: Reply) -> tuple[str, str, str, Usage]:
+        """What the call spent: the provider's usage, else our own count."""
+        usage = reply["usage"] or Usage(input_tokens=self.view["prompt_tokens"],
+                                        output_tokens=count_tokens(reply["content"]), total_tokens=0)
+        return self.agent["id"], PHASE_OF.get(self.kind, self.kind), reply["model"], usage
 
 
 class Reply(TypedDict):
@@ -127,9 +143,14 @@ def _reply(call: Call, out: Any, started: float) -> Reply:
     )
 
 
+def _answered(reply: Reply) -> bool:
+    """A reply with text, or with a structured answer (a tool call carries no text)."""
+    return bool(reply["content"]) or reply["parsed"] is not None
+
+
 def _check(call: Call, reply: Reply) -> Reply:
     """Fail an empty reply; announce a good one as soon as it arrives."""
-    if not reply["content"] and reply["parsed"] is None:
+    if not _answered(reply):
         raise ProviderError(f"{call.agent['id']} on {call.agent['model']}: the model returned an empty reply")
     emit({"event": "contribution", "kind": call.kind, "round": call.round, "agent_id": call.agent["id"],
           "target": call.target, "tokens": count_tokens(reply["content"]), "prompt_tokens": call.view["prompt_tokens"],
@@ -179,7 +200,7 @@ def model_call(call: Call) -> Reply:
             if limit:
                 limit.release()
         reply = _reply(call, out, started)
-        if reply["content"] or attempt:
+        if _answered(reply) or attempt or not call.retry_empty:
             return _check(call, reply)
     raise AssertionError("unreachable")
 
@@ -211,33 +232,9 @@ async def amodel_call(call: Call) -> Reply:
                 raise provider_error(call.agent["id"], call.agent["model"], exc) from None
             raise
         reply = _reply(call, out, started)
-        if reply["content"] or attempt:
+        if _answered(reply) or attempt or not call.retry_empty:
             return _check(call, reply)
     raise AssertionError("unreachable")
-
-
-Plan = Callable[[ConversationState], Sequence[Any]]
-Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
-
-
-def phase_node(
-    name: str, plan: Plan, apply: Apply, tasks: tuple[Any, Any] = (model_call, amodel_call)
-) -> RunnableLambda[ConversationState, dict[str, Any]]:
-    """A node that plans its calls, runs them as concurrent tasks and applies the results."""
-    sync_task, async_task = tasks
-
-    def run(state: ConversationState) -> dict[str, Any]:
-        calls = plan(state)
-        futures = [sync_task(c) for c in calls]
-        return apply(state, calls, [f.result() for f in futures])
-
-    async def arun(state: ConversationState) -> dict[str, Any]:
-        calls = plan(state)
-        results = await asyncio.gather(*(async_task(c) for c in calls))
-        return apply(state, calls, list(results))
-
-    run.__name__ = arun.__name__ = name
-    return RunnableLambda(run, afunc=arun, name=name)
 
 
 def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:

@@ -16,7 +16,8 @@ from langgraph.types import interrupt
 
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import new_turn
-from debate_engine.nodes.calls import Call, Reply, phase_node
+from debate_engine.nodes.calls import Call, Reply
+from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.status import advance
 from debate_engine.nodes.views import agent_call
 from debate_engine.prompts import load_prompt, render

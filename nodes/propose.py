@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from debate_engine.graph.state import ConversationState
-from debate_engine.nodes.calls import Call, Reply, phase_node, record_turns
+from debate_engine.nodes.calls import Call, Reply, record_turns
+from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import agent_call, summaries_of
 from debate_engine.prompts import load_prompt, render

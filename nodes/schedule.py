@@ -17,6 +17,8 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
     """
     phase, round_no = state["phase"], state["round"]
     many = len(state["settings"]["agents"]) > 1
+    if state.get("stopped") and phase != "done":
+        return "synthesize", round_no
     if phase in ("setup", "clarify"):
         return "propose", 1
     if phase == "propose":

@@ -15,6 +15,7 @@ from langgraph.types import Overwrite
 from debate_engine.graph.config import resolve
 from debate_engine.graph.context import Context
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.spend import empty_spend
 from debate_engine.nodes.status import emit, new_status
 
 
@@ -36,4 +37,6 @@ def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]
         "questions": [],
         "solution": None,
         "status": new_status(problem, settings["rounds"]),
+        "spend": empty_spend(),
+        "stopped": None,
     }

@@ -26,7 +26,7 @@ def new_status(problem: str, rounds: int) -> Status:
     now = time.time()
     head = (problem.strip().splitlines() or [""])[0]
     return Status(problem=head[:120], phase="setup", round=0, rounds=rounds, turns=0, summaries=0, tokens=0,
-                  started_at=now, updated_at=now)
+                  cost=0.0, started_at=now, updated_at=now)
 
 
 def advance(
@@ -38,10 +38,8 @@ def advance(
 ) -> Status:
     """The status after a step that wrote ``turns`` and ``summaries``."""
     old = state["status"]
-    used = [r["usage"] for r in (*turns, *summaries) if r["usage"]]
-    tokens = sum(u["total_tokens"] for u in used if u)
     return Status(
         problem=old["problem"], phase=phase, round=round_no, rounds=old["rounds"],
         turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),
-        tokens=old["tokens"] + tokens, started_at=old["started_at"], updated_at=time.time(),
+        tokens=old["tokens"], cost=old.get("cost", 0.0), started_at=old["started_at"], updated_at=time.time(),
     )

@@ -9,6 +9,7 @@ synthesis sees the whole debate through its summary and recent turns.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -23,12 +24,17 @@ from debate_engine.memory import (
     SummarizationSettings,
     SummaryJob,
     SummaryRecord,
+    count_tokens,
     should_summarize,
     summarize,
     summary_material,
 )
-from debate_engine.nodes.calls import phase_node
+from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
+from debate_engine.memory.records import Usage
+from debate_engine.memory.summarizer import chunks, target_length
+from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step, step_key
+from debate_engine.nodes.spend import worst_case
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
@@ -45,8 +51,8 @@ class SummarizationAborted(RuntimeError):
 def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
     """The perspectives to summarize before the next step: its speakers' and the judge's."""
     step, round_no = next_step(state)
-    if step == "done" or state.get("summarized_for") == step_key(step, round_no):
-        return []
+    if step == "done" or state.get("stopped") or state.get("summarized_for") == step_key(step, round_no):
+        return []  # a debate stopped by its spend cap goes straight to a synthesis sized to what is left
     settings = state["settings"]
     viewers = [settings["judge"]] if step == "synthesize" else [*settings["agents"], settings["judge"]]
     latest = summaries_of(state, viewers)
@@ -67,6 +73,27 @@ class SummaryCall:
 
     agent: AgentProfile
     job: SummaryJob
+
+    def reserve(self) -> list[tuple[str, int, int]]:
+        """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
+        job = self.job
+        fixed = (count_tokens(job.system_prompt(target_length(job))) + count_tokens(job.instruction)
+                 + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
+        return [
+            (self.agent["model"], *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
+                                              self.agent["max_output_tokens"]))
+            for part in chunks(job.plan.turns, job.budget.recent)
+        ] * (1 + job.retries)
+
+    def without_retries(self) -> SummaryCall:
+        """The same summary with no second attempt (when the spend cap has no room for one)."""
+        return dataclasses.replace(self, job=dataclasses.replace(self.job, retries=0))
+
+    def charge(self, record: SummaryRecord) -> tuple[str, str, str, Usage]:
+        """What it spent: the provider's usage, else our own count."""
+        usage = record["usage"] or Usage(input_tokens=record["tokens_before"], output_tokens=record["tokens_after"],
+                                         total_tokens=0)
+        return self.agent["id"], "summarize", self.agent["model"], usage
 
 
 def _system_prompt(profile: AgentProfile, length: int) -> str:

@@ -8,9 +8,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from debate_engine.graph.state import ConversationState, Solution
-from debate_engine.nodes.calls import Call, Reply, phase_node, record_turns
+from debate_engine.nodes.calls import Call, Reply, record_turns
+from debate_engine.nodes.phase import phase_node
+from debate_engine.nodes.spend import left_for_judge
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, summaries_of
+from debate_engine.nodes.views import agent_call, capped_budget, summaries_of
 from debate_engine.prompts import load_prompt, render
 
 
@@ -39,8 +41,9 @@ def plan(state: ConversationState) -> list[Call]:
         participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
         summary_note=" and in the summary of its earlier part" if summary else "",
     )
+    budget = capped_budget(judge, left_for_judge(state))  # under a spend cap: what is left, kept back for it
     return [agent_call(state, judge, summary, kind="synthesis", round_no=state["round"], task=ask,
-                       schema=JudgeSolution)]
+                       schema=JudgeSolution, budget=budget)]
 
 
 def to_solution(reply: Reply) -> Solution:

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from debate_engine.graph.state import AgentProfile, ConversationState
 from debate_engine.memory import Budget, SummaryRecord, latest_summaries, make_budget, working_view
+from debate_engine.memory.budget import MIN_TOTAL
 from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.calls import Call
 
@@ -15,6 +16,14 @@ from debate_engine.nodes.calls import Call
 def budget_of(profile: AgentProfile) -> Budget:
     """The token budget of one agent's calls, from the settings fixed at setup."""
     return make_budget(profile["context_window"], profile["max_output_tokens"])
+
+
+def capped_budget(profile: AgentProfile, prompt_tokens: int | None) -> Budget:
+    """The agent's budget, shrunk to ``prompt_tokens`` when a spend cap leaves less (never below the minimum)."""
+    budget = budget_of(profile)
+    if prompt_tokens is None or prompt_tokens >= budget.total:
+        return budget
+    return make_budget(max(prompt_tokens, MIN_TOTAL) + profile["max_output_tokens"], profile["max_output_tokens"])
 
 
 def summaries_of(state: ConversationState, profiles: Sequence[AgentProfile]) -> dict[str, SummaryRecord]:
@@ -33,11 +42,12 @@ def agent_call(
     target: str | None = None,
     exclude: int | None = None,
     schema: type[BaseModel] | None = None,
+    budget: Budget | None = None,
 ) -> Call:
     """Build the budgeted prompt ``profile`` will answer for one turn."""
     view = working_view(
         state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
-        task=task, budget=budget_of(profile), exclude=exclude,
+        task=task, budget=budget or budget_of(profile), exclude=exclude,
     )
     return Call(
         agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,

@@ -1,0 +1,76 @@
+"""The runner that turns a phase into a node: plan the calls, check the spend cap, run them as tasks, apply.
+
+A phase plans its calls from state (deterministically: the same state gives
+the same calls in the same order), runs them concurrently as LangGraph tasks,
+then applies the replies. Each finished task is written to the checkpoint on
+its own, so a resumed phase re-runs only the calls that had not finished; the
+prompts travel as task arguments and are never stored. Every node has a sync
+and an async body, so ``invoke`` and ``ainvoke`` both work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.calls import amodel_call, model_call
+from debate_engine.nodes.spend import charge, empty_spend, fits
+from debate_engine.nodes.status import emit
+
+Plan = Callable[[ConversationState], Sequence[Any]]
+Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
+
+
+def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Sequence[Any], dict[str, Any] | None]:
+    """The calls to run, or the update that stops the debate because the phase no longer fits the cap."""
+    if name == "synthesize" or not calls:
+        return calls, None
+    wanted = [r for c in calls for r in c.reserve()]
+    if not fits(state, wanted):
+        spent = (state.get("spend") or empty_spend())["total"]
+        emit({"event": "budget_stop", "phase": name, "round": state.get("round", 0),
+              "tokens": spent["input_tokens"] + spent["output_tokens"], "cost": spent["cost"]})
+        return calls, {"stopped": "budget"}
+    if not fits(state, wanted * 2):  # room for the calls, not for retrying them all
+        calls = [c.without_retries() for c in calls]
+    return calls, None
+
+
+def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]) -> dict[str, Any]:
+    """Charge what the calls spent, in state and in the status record."""
+    spend = charge(state.get("spend") or empty_spend(), [c.charge(r) for c, r in zip(calls, results, strict=True)],
+                   state["settings"].get("prices", {}))
+    total = spend["total"]
+    update["spend"] = spend
+    if "status" in update:
+        update["status"] = {**update["status"], "tokens": total["input_tokens"] + total["output_tokens"],
+                            "cost": round(total["cost"], 6)}
+    return update
+
+
+def phase_node(
+    name: str, plan: Plan, apply: Apply, tasks: tuple[Any, Any] = (model_call, amodel_call)
+) -> RunnableLambda[ConversationState, dict[str, Any]]:
+    """A node that plans its calls, runs them as concurrent tasks and applies the results."""
+    sync_task, async_task = tasks
+
+    def run(state: ConversationState) -> dict[str, Any]:
+        calls, stop = _gate(name, state, plan(state))
+        if stop is not None:
+            return stop
+        results = [f.result() for f in [sync_task(c) for c in calls]]
+        return _settle(state, calls, results, apply(state, calls, results))
+
+    async def arun(state: ConversationState) -> dict[str, Any]:
+        calls, stop = _gate(name, state, plan(state))
+        if stop is not None:
+            return stop
+        results = list(await asyncio.gather(*(async_task(c) for c in calls)))
+        return _settle(state, calls, results, apply(state, calls, results))
+
+    run.__name__ = arun.__name__ = name
+    return RunnableLambda(run, afunc=arun, name=name)
