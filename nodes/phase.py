@@ -46,6 +46,8 @@ def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], 
                    state["settings"].get("prices", {}))
     total = spend["total"]
     update["spend"] = spend
+    emit({"event": "spend", "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"],
+          "calls": total["calls"], "cap": state["settings"].get("cap")})
     if "status" in update:
         update["status"] = {**update["status"], "tokens": total["input_tokens"] + total["output_tokens"],
                             "cost": round(total["cost"], 6)}
