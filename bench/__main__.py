@@ -1,140 +1,85 @@
-"""Benchmarks printed as ratios against a baseline run in the same process.
+"""Benchmarks (issue 8), printed as tables of ratios against baselines measured in the same process.
 
-1. Concurrency: one critique phase of 4 agents (12 calls) on fake:latency_ms=500,
-   against one call's latency.
-2. Summarization cost: 3 agents, R rounds, fake:words=300; full history
-   (summarizing off, a window large enough that nothing is dropped) against
-   the fresh and rolling strategies in an 8K window.
-3. Checkpoint growth: SQLite bytes per turn as the debate grows.
+  concurrency   one critique phase of 4 agents (12 calls) against one call's latency
+  storage       SQLite checkpoint bytes / raw transcript bytes, 3x10 and 2 agents at ~100, 1,000, 10,000 turns
+  naive         a naive LangGraph transcript channel on SQLite beside ours at 100 and 1,000 turns
+  flat_cost     time per round early against late in the longest debate
+  listing       `debate list` on a small database against one holding the longest debate
+  summary_cost  full history against fresh and rolling summaries at R rounds
+
+Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
+4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
+--quick stops at ~100 turns. Nothing asserts on time.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import sqlite3
 import tempfile
 import time
-from typing import Any
+from pathlib import Path
 
-os.environ.setdefault("DEBATE_MODEL", "fake")
+from bench.common import Runs, section, table
 
-from debate_engine.graph import Context, compile_debate  # noqa: E402
-from debate_engine.app.report import totals  # noqa: E402
-
-
-def run(
-    context: Context, *, checkpointer: Any = None, stream: bool = False
-) -> tuple[dict[str, Any], list[tuple[float, dict[str, Any]]]]:
-    graph = compile_debate(checkpointer=checkpointer)
-    config = {"configurable": {"thread_id": "bench"}, "max_concurrency": 16, "recursion_limit": 10_000}
-    events: list[tuple[float, dict[str, Any]]] = []
-    if not stream:
-        return graph.invoke(
-            {"problem": "Design a rate limiter for api_gateway.py at 1000 rps."}, config, context=context
-        ), events
-    for event in graph.stream({"problem": "Design a rate limiter"}, config, context=context, stream_mode="custom"):
-        events.append((time.perf_counter(), event))
-    return graph.get_state(config).values, events
+NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost"]
 
 
-def bench_concurrency() -> None:
-    latency = 0.5
-    _, events = run(
-        Context(model="fake:latency_ms=500", agents="architect,performance,security,testing", rounds=1), stream=True
-    )
-    starts = {e["phase"]: t for t, e in events if e.get("event") == "phase_started"}
-    critique = starts["refine"] - starts["critique"]
-    calls = sum(1 for _, e in events if e.get("event") == "contribution" and e["kind"] == "critique")
-    print("## Concurrency: one critique phase, 4 agents, fake:latency_ms=500\n")
-    print("| calls | phase time (s) | one call (s) | phase / one call | sequential would be |")
-    print("|---|---|---|---|---|")
-    print(
-        f"| {calls} | {critique:.2f} | {latency:.2f} | {critique / latency:.2f}x | {calls * latency:.1f} s ({calls}x) |\n"
-    )
+def sizes(args: argparse.Namespace) -> list[int]:
+    """Turn counts of the two-agent storage series; the last is the long debate the others reuse."""
+    return [100] if args.quick else [100, 1_000, 10_000]
 
 
-def cost(values: dict[str, Any]) -> tuple[int, int, int]:
-    """Largest prompt, total tokens (summaries included), summarizer tokens."""
-    largest = max((t["view"]["prompt_tokens"] for t in values["transcript"] if t.get("view")), default=0)
-    rows = totals(values["transcript"], values.get("summary_log", []))
-    total = sum(r["input"] + r["output"] for r in rows.values())
-    summaries = sum(r["input"] + r["output"] for (_, phase), r in rows.items() if phase == "summary")
-    return largest, total, summaries
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=NAMES, action="append", help="run this benchmark (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="small sizes only (~100 turns, R=5): seconds, not minutes")
+    parser.add_argument("--rounds", help="summary_cost round counts, comma-separated (default 5,10,20)")
+    parser.add_argument("--keep", metavar="DIR", help="keep the benchmark databases in DIR")
+    return parser.parse_args()
 
 
-def bench_summaries(rounds_list: list[int]) -> None:
-    print("## Summarization: 3 agents, fake:words=300, budget = 8192 window - 1024 output = 7168 tokens\n")
-    print(
-        "| R | mode | largest prompt | within budget | total tokens | summarizer tokens | summaries | vs full | rolling vs fresh |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    agents = "architect,performance,security"
-    for rounds in rounds_list:
-        full, _ = run(
-            Context(model="fake:words=300", agents=agents, rounds=rounds, summarize=False, context_window=10_000_000)
-        )
-        base = cost(full)
-        results = {"full history": (base, 0, None)}
-        for method in ("fresh", "rolling"):
-            values, _ = run(
-                Context(
-                    model="fake:words=300", agents=agents, rounds=rounds, summary_method=method, context_window=8192
-                )
-            )
-            results[method] = (cost(values), len(values["summary_log"]), values)
-        fresh_total = results["fresh"][0][1]
-        for mode, ((largest, total, summ), count, _) in results.items():
-            within = "yes" if largest <= 7168 else "no"
-            vs_fresh = f"{total / fresh_total:.2f}x" if mode == "rolling" else ""
-            print(
-                f"| {rounds} | {mode} | {largest} | {within} | {total} | {summ} | {count} | {total / base[1]:.2f}x | {vs_fresh} |"
-            )
-    print()
+def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
+    from bench.concurrency import bench_concurrency
+    from bench.flat_cost import bench_flat_cost
+    from bench.listing import bench_listing
+    from bench.naive import bench_naive
+    from bench.storage import bench_storage
+    from bench.summary_cost import bench_summary_cost
 
-
-def bench_checkpoints(rounds_list: list[int]) -> None:
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    print("## Checkpoint growth: SQLite, 3 agents, fake:words=300, rolling summaries\n")
-    print("| R | turns | text (MB) | database (MB) | bytes per turn | per turn vs smallest R |")
-    print("|---|---|---|---|---|---|")
-    first = None
-    for rounds in rounds_list:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = f"{tmp}/b.sqlite"
-            conn = sqlite3.connect(path, check_same_thread=False)
-            values, _ = run(
-                Context(model="fake:words=300", agents="architect,performance,security", rounds=rounds),
-                checkpointer=SqliteSaver(conn),
-            )
-            conn.execute("VACUUM")
-            conn.close()
-            size = os.path.getsize(path)
-        turns = len(values["transcript"])
-        text = sum(len(t["content"]) for t in values["transcript"])
-        per_turn = size / turns
-        first = first or per_turn
-        print(
-            f"| {rounds} | {turns} | {text / 1e6:.2f} | {size / 1e6:.2f} | {per_turn:,.0f} | {per_turn / first:.2f}x |"
-        )
-    print()
+    chosen = args.only or NAMES
+    runs, turns = Runs(folder), sizes(args)
+    walls: list[tuple[str, float]] = []
+    rounds = [int(r) for r in (args.rounds or ("5" if args.quick else "5,10,20")).split(",")]
+    steps = {
+        "concurrency": ("Concurrency", bench_concurrency),
+        "storage": ("Storage: SQLite bytes / raw transcript bytes", lambda: bench_storage(runs, turns)),
+        "naive": ("Naive LangGraph baseline beside ours", lambda: bench_naive(runs, [t for t in turns if t <= 1_000])),
+        "flat_cost": ("Flat cost: time per round, early vs late", lambda: bench_flat_cost(runs, turns[-1])),
+        "listing": ("`debate list`: small vs large database", lambda: bench_listing(runs, turns[-1])),
+        "summary_cost": ("Summary cost: full history vs fresh vs rolling", lambda: bench_summary_cost(rounds)),
+    }
+    for name in NAMES:
+        if name in chosen:
+            title, step = steps[name]
+            with section(title, walls):
+                step()
+    return walls
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", default="5,10,20,40", help="comma-separated round counts")
-    parser.add_argument("--only", choices=["concurrency", "summaries", "checkpoints"], help="run one benchmark")
-    args = parser.parse_args()
-    rounds_list = [int(r) for r in args.rounds.split(",")]
-    started = time.perf_counter()
-    if args.only in (None, "concurrency"):
-        bench_concurrency()
-    if args.only in (None, "summaries"):
-        bench_summaries(rounds_list)
-    if args.only in (None, "checkpoints"):
-        bench_checkpoints(rounds_list)
-    print(f"(benchmarks took {time.perf_counter() - started:.0f} s)")
+    args = parse()
+    began = time.perf_counter()
+    if args.keep:
+        Path(args.keep).mkdir(parents=True, exist_ok=True)
+        walls = run_all(args, Path(args.keep))
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            walls = run_all(args, Path(tmp))
+    print("## Wall time per section\n")
+    print("(a section that reuses a debate another section ran shows only its own extra work)\n")
+    table(["section", "seconds"], [[title, f"{took:.1f}"] for title, took in walls])
+    print(f"(benchmarks took {time.perf_counter() - began:.0f} s)")
 
 
 if __name__ == "__main__":
