@@ -19,7 +19,8 @@ from debate_engine.graph.config_file import (
     DebateSection,
     load_config,
 )
-from debate_engine.graph.context import Context
+from debate_engine.graph.context import Context, RoundtableContext
+from debate_engine.graph.roundtable_params import roundtable_params
 from debate_engine.graph.state import AgentProfile, Price, RunSettings, SpendCap
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.settings import SummarizationSettings
@@ -46,17 +47,19 @@ def check_context(context: Context) -> tuple[Context, list[str]]:
     A dev-server run may send anything; a value of the wrong type ends the check at once.
     """
     try:
-        context = TypeAdapter(Context).validate_python(dataclasses.asdict(context))
+        context = TypeAdapter(type(context)).validate_python(dataclasses.asdict(context))
     except ValidationError as exc:
         raise ConfigError([f"{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()]) from None
     except TypeError as exc:
         raise ConfigError([f"context: {exc}"]) from None
     problems = []
     for name, low, high in (("rounds", 1, MAX_ROUNDS), ("context_window", 512, 10_000_000),
+                            ("turns", 1, MAX_ROUNDS), ("summary_every", 2, MAX_ROUNDS),
+                            ("view_system", 64, 10**6), ("view_summary", 64, 10**6), ("view_recent", 64, 10**6),
                             ("max_tokens", 1, 10**12), ("max_cost", 1e-9, 10**9),
                             ("max_output_tokens", 16, 1_000_000), ("max_concurrency", 1, 10_000),
                             ("max_questions", 0, 20), ("timeout_s", 0.001, 86_400)):
-        value = getattr(context, name)
+        value = getattr(context, name, None)
         if value is not None and not low <= value <= high:
             problems.append(f"{name}: {value!r} is out of range; use a number from {low} to {high}")
     return context, problems
@@ -71,22 +74,8 @@ def resolve(context: Context) -> RunSettings:
     file = load_config(context.config_file) if context.config_file else DebateFile()
     entries, entry_problems = _entries(context, file)
     problems += entry_problems
-    overrides = {
-        k: v
-        for k, v in {
-            "enabled": context.summarize,
-            "method": context.summary_method or None,
-            "threshold": context.summary_threshold,
-            "maxLength": context.summary_max_length,
-            "triggerTokenRatio": context.trigger_ratio,
-        }.items()
-        if v is not None
-    }
-    try:
-        debate_summary = SummarizationSettings().merged(file.debate.summarization).merged(overrides)
-    except ValidationError as exc:
-        problems += [f"summarization: {e['msg']}" for e in exc.errors()]
-        debate_summary = SummarizationSettings()
+    debate_summary, summary_problems = _summarization(context, file)
+    problems += summary_problems
     if any(p.startswith(("context_window", "max_output_tokens", "model:")) for p in problems):
         raise ConfigError(problems)  # no profile or budget can be built from these
     entries = [e for e in entries if e.role in role_names()]  # the others are already reported
@@ -103,7 +92,7 @@ def resolve(context: Context) -> RunSettings:
     if problems:
         raise ConfigError(problems)
     debate = file.debate
-    return RunSettings(
+    settings = RunSettings(
         cap=cap,
         prices=prices,
         protocol="phases",
@@ -114,6 +103,10 @@ def resolve(context: Context) -> RunSettings:
         max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
     )
+    if isinstance(context, RoundtableContext):
+        settings.update(protocol="roundtable", clarify=False, roundtable=roundtable_params(context))
+        settings["rounds"] = settings["roundtable"]["max_turns"]
+    return settings
 
 
 def _profile(
@@ -140,6 +133,25 @@ def _profile(
         timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
         summarization=summary.merged(entry.summarization).model_dump(by_alias=True),
     )
+
+
+def _summarization(context: Context, file: DebateFile) -> tuple[SummarizationSettings, list[str]]:
+    """The debate-wide summarization: defaults, then the file's, then the context's fields."""
+    overrides = {
+        k: v
+        for k, v in {
+            "enabled": context.summarize,
+            "method": context.summary_method or None,
+            "threshold": context.summary_threshold,
+            "maxLength": context.summary_max_length,
+            "triggerTokenRatio": context.trigger_ratio,
+        }.items()
+        if v is not None
+    }
+    try:
+        return SummarizationSettings().merged(file.debate.summarization).merged(overrides), []
+    except ValidationError as exc:
+        return SummarizationSettings(), [f"summarization: {e['msg']}" for e in exc.errors()]
 
 
 def _prices(profiles: list[AgentProfile], file: DebateFile, needed: bool) -> tuple[dict[str, Price], list[str]]:

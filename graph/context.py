@@ -65,3 +65,20 @@ class Context:
     max_cost: float | None = field(
         default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundtableContext(Context):
+    """Settings for one roundtable: a turn-taking debate of up to 10,000 turns in a bounded view."""
+
+    turns: int | None = field(default=None, metadata=_d("Most turns (1 to 10,000). Empty: 100."))
+    order: str = field(
+        default="", metadata=_d("Who speaks next: round-robin (default) or moderator (the judge picks, says why, "
+                                "and may declare convergence).")
+    )
+    summary_every: int | None = field(
+        default=None, metadata=_d("Fold the oldest turns into the shared rolling summary every N turns (default 50).")
+    )
+    view_system: int | None = field(default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048)."))
+    view_summary: int | None = field(default=None, metadata=_d("Tokens of the view for the rolling summary (1024)."))
+    view_recent: int | None = field(default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120)."))

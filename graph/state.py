@@ -31,6 +31,33 @@ def append_log(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
     return out
 
 
+class FacetEntry(TypedDict):
+    """One item of the facet registry."""
+
+    text: str
+    first_seen: int
+    """The ``through`` of the first summary that recorded it."""
+    last_seen: int
+    count: int
+    """How many summaries recorded it: how referenced it is."""
+
+
+def merge_registry(
+    current: dict[str, dict[str, FacetEntry]], writes: Sequence[dict[str, dict[str, FacetEntry]]]
+) -> dict[str, dict[str, FacetEntry]]:
+    """Merge facet entries by name and item key: counts add up, first and last sightings widen."""
+    out = {name: dict(items) for name, items in current.items()}
+    for write in writes:
+        for name, items in write.items():
+            table = out.setdefault(name, {})
+            for key, entry in items.items():
+                old = table.get(key)
+                table[key] = entry if old is None else FacetEntry(
+                    text=entry["text"], first_seen=min(old["first_seen"], entry["first_seen"]),
+                    last_seen=max(old["last_seen"], entry["last_seen"]), count=old["count"] + entry["count"])
+    return out
+
+
 def keep_last(current: Any, writes: Sequence[Any]) -> Any:
     """The newest write wins: for values set once per debate, stored once."""
     return writes[-1] if writes else current
@@ -106,6 +133,21 @@ class RunSettings(TypedDict):
     """Price per model spec the debate uses (US dollars per million tokens)."""
     briefings: NotRequired[dict[str, str]]
     """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
+    roundtable: NotRequired[ProtocolParams]
+    """The roundtable's parameters (its protocol only)."""
+
+
+class ProtocolParams(TypedDict):
+    """How a roundtable runs, as the seed's schema sketches it."""
+
+    order: Literal["round-robin", "moderator"]
+    max_turns: int
+    summary_every: int
+    """The rolling summary folds the oldest turns in every this many turns."""
+    view: dict[str, int]
+    """Token split of a speaker's view: ``system``, ``summary``, ``recent``."""
+    stop_rule: Literal["max_turns", "convergence"]
+    """Stop at max turns, or earlier when the moderator declares convergence."""
 
 
 class Solution(TypedDict):
@@ -159,6 +201,15 @@ class OutputState(TypedDict):
     stopped: str | None
 
 
+class Moderation(TypedDict):
+    """The moderator's latest choice."""
+
+    turn: int
+    speaker: str
+    reason: str
+    converged: bool
+
+
 class ConversationState(TypedDict):
     """Everything a debate keeps, checkpointed after every step."""
 
@@ -185,4 +236,13 @@ class ConversationState(TypedDict):
     spend: Spend
     """Tokens and dollars spent so far."""
     stopped: str | None
-    """Why the debate stopped taking turns early (``budget``), or None."""
+    """Why the debate stopped taking turns early (``budget``, ``convergence``), or None."""
+    turn_count: int
+    """Roundtable: turns taken so far."""
+    current_speaker: str | None
+    """Roundtable: who speaks next (chosen by the order or the moderator)."""
+    moderation: Moderation | None
+    """Roundtable: the moderator's latest choice and why."""
+    facets: Annotated[dict[str, dict[str, FacetEntry]], DeltaChannel(merge_registry, dict,
+                                                                         snapshot_frequency=SNAPSHOT_EVERY)]
+    """Every facet any summary recorded, by facet name and item: never dropped, whatever later summaries keep."""

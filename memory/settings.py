@@ -13,7 +13,9 @@ class SummarizationSettings(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
     enabled: bool = Field(True, description="Summarize at all.")
-    threshold: int = Field(5000, ge=0, description="Characters of live history that fire a summary (0: off).")
+    threshold: int = Field(
+        0, ge=0, description="Characters of live history that fire a summary (0: off; the seed system used 5000)."
+    )
     max_length: int = Field(2500, ge=200, alias="maxLength", description="Most characters a summary may have.")
     method: str = Field("rolling", description="Strategy: 'rolling' or 'fresh'.")
     prompt_path: str | None = Field(None, alias="promptPath", description="Custom summary prompt file.")

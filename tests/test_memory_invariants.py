@@ -36,7 +36,8 @@ def run(method: str) -> dict[str, Any]:
             {"problem": f"Design a rate limiter for tenant_51_9epxb ({method})"},
             {"configurable": {"thread_id": "x"}},
             context=Context(model="fake:words=150", rounds=ROUNDS, agents=",".join(AGENTS), context_window=WINDOW,
-                            max_output_tokens=OUTPUT, summary_method=method),
+                            max_output_tokens=OUTPUT, summary_method=method,
+                            summary_threshold=5000),  # the seed's character trigger: summaries every round
         )
 
 
