@@ -1,7 +1,7 @@
 """Multi-agent debates on LangGraph: role agents propose, critique and refine; a judge synthesizes.
 
 The public API, imported lazily so that ``debate --help`` stays fast:
-``compile_debate``, ``compile_roundtable``, ``Context`` and ``ConversationState``.
+``compile_debate``, ``compile_roundtable``, ``Context``, ``RoundtableContext`` and ``ConversationState``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ _EXPORTS = {
     "Context": "debate_engine.graph.context",
     "ConversationState": "debate_engine.graph.state",
     "compile_debate": "debate_engine.graph.builder",
+    "compile_roundtable": "debate_engine.graph.roundtable",
+    "RoundtableContext": "debate_engine.graph.context",
 }
 
 __all__ = ["__version__", *_EXPORTS]

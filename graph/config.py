@@ -20,7 +20,7 @@ from debate_engine.graph.config_file import (
     load_config,
 )
 from debate_engine.graph.context import Context, RoundtableContext
-from debate_engine.graph.roundtable_params import roundtable_params
+from debate_engine.graph.roundtable_params import roundtable_params, with_view
 from debate_engine.graph.state import AgentProfile, Price, RunSettings, SpendCap
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.settings import SummarizationSettings
@@ -104,8 +104,10 @@ def resolve(context: Context) -> RunSettings:
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
     )
     if isinstance(context, RoundtableContext):
-        settings.update(protocol="roundtable", clarify=False, roundtable=roundtable_params(context))
-        settings["rounds"] = settings["roundtable"]["max_turns"]
+        params = roundtable_params(context)
+        return RunSettings(**{**settings, "protocol": "roundtable", "clarify": False, "roundtable": params,
+                              "rounds": params["max_turns"], "agents": [with_view(a, params["view"]) for a in agents],
+                              "judge": with_view(judge, params["view"])})
     return settings
 
 

@@ -100,6 +100,7 @@ class DebateFile(_Strict):
     agents: list[AgentEntry] = Field(default_factory=list)
     judge: AgentEntry | None = None
     debate: DebateSection = Field(default_factory=DebateSection)  # type: ignore[arg-type]
+    evaluators: list[AgentEntry] = Field(default_factory=list)
     budget: SpendSection = Field(default_factory=lambda: SpendSection())
     prices: dict[str, PriceEntry] = Field(default_factory=dict)
     """Prices per model spec, in US dollars per million tokens: override or add to genai-prices."""

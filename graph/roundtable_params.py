@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from debate_engine.graph.context import RoundtableContext
-from debate_engine.graph.state import ProtocolParams
+from debate_engine.graph.state import AgentProfile, ProtocolParams
 
 DEFAULT_TURNS = 100
 DEFAULT_SUMMARY_EVERY = 50
@@ -31,3 +31,9 @@ def roundtable_params(context: RoundtableContext) -> ProtocolParams:
         view=view,
         stop_rule="convergence" if order == "moderator" else "max_turns",
     )
+
+
+def with_view(profile: AgentProfile, view: dict[str, int]) -> AgentProfile:
+    """A speaker's profile with the roundtable's view: its split, within the model's own window."""
+    window = min(profile["context_window"], sum(view.values()) + profile["max_output_tokens"])
+    return AgentProfile(**{**profile, "context_window": window, "view_split": dict(view)})  # type: ignore[typeddict-item]

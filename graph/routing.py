@@ -13,7 +13,7 @@ from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.summarize import due
 
-Next = Literal["summarize", "propose", "critique", "refine", "synthesize", "__end__"]
+Next = Literal["summarize", "propose", "critique", "refine", "turn", "moderate", "synthesize", "__end__"]
 
 
 def route(state: ConversationState) -> Next:
@@ -56,3 +56,24 @@ def after_critique(state: ConversationState) -> Literal["summarize", "refine", "
 def after_refine(state: ConversationState) -> Literal["summarize", "critique", "refine", "synthesize"]:
     """Another round, or the judge when every round has run."""
     return cast(Literal["summarize", "critique", "refine", "synthesize"], route(state))
+
+
+def after_setup_roundtable(state: ConversationState) -> Literal["summarize", "moderate", "turn"]:
+    """The first turn (after the moderator's choice, when it moderates)."""
+    return cast(Literal["summarize", "moderate", "turn"], route(state))
+
+
+def after_summarize_roundtable(state: ConversationState) -> Literal["moderate", "turn", "synthesize"]:
+    """The step the shared summary was brought up to date for."""
+    step, _ = next_step(state)
+    return cast(Literal["moderate", "turn", "synthesize"], step)
+
+
+def after_moderate(state: ConversationState) -> Literal["summarize", "turn", "synthesize"]:
+    """The chosen speaker's turn, or the judge when the moderator declared convergence."""
+    return cast(Literal["summarize", "turn", "synthesize"], route(state))
+
+
+def after_turn(state: ConversationState) -> Literal["summarize", "moderate", "turn", "synthesize"]:
+    """The next turn, or the judge after the last one."""
+    return cast(Literal["summarize", "moderate", "turn", "synthesize"], route(state))

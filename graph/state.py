@@ -20,7 +20,9 @@ SNAPSHOT_EVERY = 1_000_000
 """Writes between full snapshots of a log. A snapshot copies the whole log, so
 they are left to LangGraph's own bound (one per 5,000 steps) to cap replay."""
 
-Phase = Literal["setup", "clarify", "summarize", "propose", "critique", "refine", "turn", "synthesize", "done"]
+Phase = Literal[
+    "setup", "clarify", "summarize", "propose", "critique", "refine", "turn", "moderate", "synthesize", "done"
+]
 
 
 def append_log(current: list[Any], writes: Sequence[list[Any]]) -> list[Any]:
@@ -83,6 +85,8 @@ class AgentProfile(TypedDict):
     timeout_s: float
     summarization: dict[str, Any]
     """Resolved summarization settings (debate-wide merged with the agent's own)."""
+    view_split: NotRequired[dict[str, int]]
+    """Roundtable: tokens of the view for ``system``, ``summary`` and ``recent``."""
 
 
 class SpendCap(TypedDict):

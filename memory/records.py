@@ -19,7 +19,10 @@ from typing_extensions import TypedDict
 
 from debate_engine.memory.tokens import count_tokens
 
-TurnKind = Literal["briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message"]
+TurnKind = Literal[
+    "briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message", "moderation"
+]
+"""Kinds of contribution; a moderation (the roundtable moderator's choice) is a call, never a transcript turn."""
 
 
 class Usage(TypedDict):

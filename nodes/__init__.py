@@ -2,21 +2,25 @@
 
 from debate_engine.nodes.clarify import clarify
 from debate_engine.nodes.critique import critique
+from debate_engine.nodes.moderate import moderate
 from debate_engine.nodes.propose import propose
 from debate_engine.nodes.refine import refine
 from debate_engine.nodes.setup import setup
 from debate_engine.nodes.summarize import SummarizationAborted, summarize_node
 from debate_engine.nodes.synthesize import JudgeSolution, render_solution, synthesize
+from debate_engine.nodes.turn import turn
 
 __all__ = [
     "JudgeSolution",
     "SummarizationAborted",
     "clarify",
     "critique",
+    "moderate",
     "propose",
     "refine",
     "render_solution",
     "setup",
     "summarize_node",
     "synthesize",
+    "turn",
 ]

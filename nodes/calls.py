@@ -100,7 +100,7 @@ def _messages(call: Call) -> list[Any]:
 
 
 PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
-            "synthesis": "synthesize", "message": "turn"}
+            "synthesis": "synthesize", "message": "turn", "moderation": "moderate"}
 """The node (phase) that makes each kind of turn: what stream metadata names."""
 
 

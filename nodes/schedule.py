@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from debate_engine.graph.state import ConversationState
+from debate_engine.graph.state import AgentProfile, ConversationState, RunSettings
 
-Step = Literal["propose", "critique", "refine", "synthesize", "done"]
+Step = Literal["propose", "critique", "refine", "turn", "moderate", "synthesize", "done"]
+TABLE_ID = "table"
+"""The roundtable's shared perspective: one rolling summary that every speaker is shown."""
 
 
 def next_step(state: ConversationState) -> tuple[Step, int]:
@@ -19,6 +21,8 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
     many = len(state["settings"]["agents"]) > 1
     if state.get("stopped") and phase != "done":
         return "synthesize", round_no
+    if state["settings"]["protocol"] == "roundtable":
+        return _next_turn(state)
     if phase in ("setup", "clarify"):
         return "propose", 1
     if phase == "propose":
@@ -35,3 +39,33 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
 def step_key(step: Step, round_no: int) -> str:
     """How ``summarized_for`` names a step: summarize runs at most once before each."""
     return f"{round_no}:{step}"
+
+
+def _next_turn(state: ConversationState) -> tuple[Step, int]:
+    """The roundtable: turns until the last, each after the moderator's choice when it moderates."""
+    params = state["settings"]["roundtable"]
+    taken = state.get("turn_count", 0)
+    if state["phase"] == "done":
+        return "done", taken
+    if taken >= params["max_turns"]:
+        return "synthesize", taken
+    if params["order"] == "moderator" and state["phase"] != "moderate":
+        return "moderate", taken + 1
+    return "turn", taken + 1
+
+
+def table_profile(settings: RunSettings) -> AgentProfile:
+    """Who keeps the roundtable's shared summary: the judge's model, with the roundtable's rhythm.
+
+    Every ``summary_every`` turns the oldest turns are folded in and the newest
+    ``summary_every`` stay verbatim (so 50 to 99 do, with the defaults, when
+    they fit); the overflow rule folds earlier when the recent slice is full.
+    """
+    params = settings["roundtable"]
+    every = params["summary_every"]
+    rhythm = {"threshold": 0, "tokenLimit": 0, "triggerTokenRatio": 2.0, "everyNTurns": 2 * every,
+              "minMessages": 1, "cooldownMessages": 0, "preserveRecent": every, "method": "rolling",
+              "maxLength": max(200, params["view"]["summary"] * 3)}
+    judge = settings["judge"]
+    return AgentProfile(**{**judge, "id": TABLE_ID, "role": "table",  # type: ignore[typeddict-item]
+                           "summarization": {**judge["summarization"], **rhythm}})

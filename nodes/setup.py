@@ -19,8 +19,8 @@ from debate_engine.nodes.spend import empty_spend
 from debate_engine.nodes.status import emit, new_status
 
 
-def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Resolve the run's context once; everything after reads the settings from state."""
+def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
+    """Resolve the run's context (a ``Context`` or ``RoundtableContext``) once; all after reads state."""
     problem = (state.get("problem") or "").strip()
     if not problem:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
@@ -39,4 +39,8 @@ def setup(state: ConversationState, runtime: Runtime[Context]) -> dict[str, Any]
         "status": new_status(problem, settings["rounds"]),
         "spend": empty_spend(),
         "stopped": None,
+        "turn_count": 0,
+        "current_speaker": None,
+        "moderation": None,
+        "facets": Overwrite({}),
     }

@@ -17,7 +17,7 @@ from typing import Any
 
 from langgraph.func import task
 
-from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.graph.state import AgentProfile, ConversationState, FacetEntry
 from debate_engine.memory import (
     JUDGE_ID,
     Decision,
@@ -33,7 +33,7 @@ from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.records import Usage
 from debate_engine.memory.summarizer import chunks, target_length
 from debate_engine.nodes.phase import phase_node
-from debate_engine.nodes.schedule import next_step, step_key
+from debate_engine.nodes.schedule import next_step, step_key, table_profile
 from debate_engine.nodes.spend import worst_case
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import budget_of, summaries_of
@@ -54,7 +54,12 @@ def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
     if step == "done" or state.get("stopped") or state.get("summarized_for") == step_key(step, round_no):
         return []  # a debate stopped by its spend cap goes straight to a synthesis sized to what is left
     settings = state["settings"]
-    viewers = [settings["judge"]] if step == "synthesize" else [*settings["agents"], settings["judge"]]
+    if settings["protocol"] == "roundtable":
+        viewers = [table_profile(settings)]
+    elif step == "synthesize":
+        viewers = [settings["judge"]]
+    else:
+        viewers = [*settings["agents"], settings["judge"]]
     latest = summaries_of(state, viewers)
     out = []
     for profile in viewers:
@@ -147,6 +152,20 @@ async def asummary_call(call: SummaryCall) -> SummaryRecord:
     return await asyncio.to_thread(make_summary, call)
 
 
+def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEntry]]:
+    """The facet registry's new entries: every item each good summary recorded, keyed case-insensitively."""
+    out: dict[str, dict[str, FacetEntry]] = {}
+    for record in records:
+        if record["status"] != "ok":
+            continue
+        for name, items in record["facets"].items():
+            for item in items:  # type: ignore[attr-defined]
+                key = " ".join(str(item).split()).casefold()
+                entry = FacetEntry(text=str(item), first_seen=record["through"], last_seen=record["through"], count=1)
+                out.setdefault(name, {})[key] = entry
+    return out
+
+
 def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:
     """Append the records; stop when one failed and its settings say to abort."""
     for call, record in zip(calls, records, strict=True):
@@ -155,7 +174,7 @@ def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[
             raise SummarizationAborted(f"summarizing {record['agent_id']} failed ({record['error']}); "
                                        "abortOnFailure is set")
     step, round_no = next_step(state)
-    return {"summary_log": records, "summarized_for": step_key(step, round_no),
+    return {"summary_log": records, "summarized_for": step_key(step, round_no), "facets": registry_of(records),
             "status": advance(state, "summarize", state["round"], summaries=records)}
 
 

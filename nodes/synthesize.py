@@ -12,7 +12,7 @@ from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.spend import left_for_judge
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, capped_budget, summaries_of
+from debate_engine.nodes.views import agent_call, capped_budget, summaries_of, table_summary
 from debate_engine.prompts import load_prompt, render
 
 
@@ -33,7 +33,8 @@ def plan(state: ConversationState) -> list[Call]:
     settings = state["settings"]
     judge = settings["judge"]
     emit({"event": "phase_started", "phase": "synthesize", "round": state["round"], "rounds": settings["rounds"]})
-    summary = summaries_of(state, [judge]).get(judge["id"])
+    roundtable = settings["protocol"] == "roundtable"
+    summary = table_summary(state) if roundtable else summaries_of(state, [judge]).get(judge["id"])
     ask = render(
         load_prompt("phases/synthesize"),
         problem=state["problem"],

@@ -7,14 +7,19 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from debate_engine.graph.state import AgentProfile, ConversationState
-from debate_engine.memory import Budget, SummaryRecord, latest_summaries, make_budget, working_view
+from debate_engine.memory import Budget, BudgetSplit, SummaryRecord, latest_summaries, make_budget, working_view
 from debate_engine.memory.budget import MIN_TOTAL
 from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.calls import Call
+from debate_engine.nodes.schedule import TABLE_ID
 
 
 def budget_of(profile: AgentProfile) -> Budget:
-    """The token budget of one agent's calls, from the settings fixed at setup."""
+    """The token budget of one agent's calls, from the settings fixed at setup (the roundtable's own split)."""
+    split = profile.get("view_split")
+    if split:
+        return make_budget(profile["context_window"], profile["max_output_tokens"],
+                           BudgetSplit(split["system"], split["summary"], split["recent"]))
     return make_budget(profile["context_window"], profile["max_output_tokens"])
 
 
@@ -23,7 +28,8 @@ def capped_budget(profile: AgentProfile, prompt_tokens: int | None) -> Budget:
     budget = budget_of(profile)
     if prompt_tokens is None or prompt_tokens >= budget.total:
         return budget
-    return make_budget(max(prompt_tokens, MIN_TOTAL) + profile["max_output_tokens"], profile["max_output_tokens"])
+    return make_budget(max(prompt_tokens, MIN_TOTAL) + profile["max_output_tokens"], profile["max_output_tokens"],
+                       BudgetSplit(**profile["view_split"]) if profile.get("view_split") else BudgetSplit())
 
 
 def summaries_of(state: ConversationState, profiles: Sequence[AgentProfile]) -> dict[str, SummaryRecord]:
@@ -53,6 +59,11 @@ def agent_call(
         agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,
         view=view.record, limit=state["settings"]["max_concurrency"], schema=schema,
     )
+
+
+def table_summary(state: ConversationState) -> SummaryRecord | None:
+    """The roundtable's shared summary: every speaker (and the judge) is shown it."""
+    return latest_summaries(state.get("summary_log", []), [TABLE_ID]).get(TABLE_ID)
 
 
 def latest_position(state: ConversationState, agent_id: str) -> int | None:

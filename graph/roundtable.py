@@ -1,0 +1,58 @@
+"""The roundtable graph: a turn-taking debate of up to 10,000 turns, every speaker in a bounded view.
+
+setup -> [moderate] -> turn -> [moderate] -> turn ... -> synthesize, with a
+conditional ``summarize`` that folds the oldest turns into the shared rolling
+summary every ``summary_every`` turns (earlier when the recent slice is full).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from debate_engine.graph.builder import RECURSION_LIMIT
+from debate_engine.graph.context import RoundtableContext
+from debate_engine.graph.routing import after_moderate, after_setup_roundtable, after_summarize_roundtable, after_turn
+from debate_engine.graph.state import ConversationState, InputState, OutputState
+from debate_engine.nodes import moderate, setup, summarize_node, synthesize, turn
+
+
+def build_roundtable() -> StateGraph[ConversationState, RoundtableContext, InputState, OutputState]:
+    """Wire the roundtable's nodes and edges (uncompiled)."""
+    builder = StateGraph(
+        ConversationState, context_schema=RoundtableContext, input_schema=InputState, output_schema=OutputState
+    )
+    builder.add_node("setup", setup)
+    builder.add_node("summarize", summarize_node, input_schema=ConversationState)
+    builder.add_node("moderate", moderate, input_schema=ConversationState)
+    builder.add_node("turn", turn, input_schema=ConversationState)
+    builder.add_node("synthesize", synthesize, input_schema=ConversationState)
+
+    builder.add_edge(START, "setup")
+    builder.add_conditional_edges("setup", after_setup_roundtable)
+    builder.add_conditional_edges("summarize", after_summarize_roundtable)
+    builder.add_conditional_edges("moderate", after_moderate)
+    builder.add_conditional_edges("turn", after_turn)
+    builder.add_edge("synthesize", END)
+    return builder
+
+
+def compile_roundtable(
+    checkpointer: Any = None, store: Any = None, **kwargs: Any
+) -> CompiledStateGraph[ConversationState, RoundtableContext, InputState, OutputState]:
+    """Compile the roundtable with the checkpointer and store a caller passes (in-memory by default).
+
+    ``checkpointer=False`` compiles without one, as ``langgraph dev`` needs.
+    """
+    if checkpointer is None:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        checkpointer = InMemorySaver()
+    compiled = build_roundtable().compile(checkpointer=checkpointer or None, store=store, name="roundtable", **kwargs)
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT)  # type: ignore[return-value]
+
+
+graph = compile_roundtable(checkpointer=False)
+"""The module-level graph ``langgraph.json`` serves."""
