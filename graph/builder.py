@@ -25,6 +25,8 @@ from debate_engine.nodes import clarify, critique, propose, refine, setup, summa
 
 RECURSION_LIMIT = 100_000
 """Steps a run may take: a 10,000-round debate with a summary before every phase fits."""
+SYNC_THREADS = 64
+"""Calls a phase may run at once under ``invoke`` (a caller's ``max_concurrency`` overrides it)."""
 
 
 def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputState]:
@@ -61,7 +63,9 @@ def compile_debate(
 
         checkpointer = InMemorySaver()
     compiled = build_graph().compile(checkpointer=checkpointer or None, store=store, name="debate", **kwargs)
-    return compiled.with_config(recursion_limit=RECURSION_LIMIT)  # type: ignore[return-value]
+    # Under `invoke`, a phase's calls run in LangGraph's thread pool, which has about six threads on a
+    # small machine unless max_concurrency sizes it: a wide phase would wait for threads, not for models.
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=SYNC_THREADS)  # type: ignore[return-value]
 
 
 graph = compile_debate(checkpointer=False)

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from debate_engine.graph.builder import RECURSION_LIMIT
+from debate_engine.graph.builder import RECURSION_LIMIT, SYNC_THREADS
 from debate_engine.graph.context import RoundtableContext
 from debate_engine.graph.routing import after_moderate, after_setup_roundtable, after_summarize_roundtable, after_turn
 from debate_engine.graph.state import ConversationState, InputState, OutputState
@@ -51,7 +51,9 @@ def compile_roundtable(
 
         checkpointer = InMemorySaver()
     compiled = build_roundtable().compile(checkpointer=checkpointer or None, store=store, name="roundtable", **kwargs)
-    return compiled.with_config(recursion_limit=RECURSION_LIMIT)  # type: ignore[return-value]
+    # Under `invoke`, a phase's calls run in LangGraph's thread pool, which has about six threads on a
+    # small machine unless max_concurrency sizes it: a wide phase would wait for threads, not for models.
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=SYNC_THREADS)  # type: ignore[return-value]
 
 
 graph = compile_roundtable(checkpointer=False)
