@@ -21,7 +21,7 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
     many = len(state["settings"]["agents"]) > 1
     if state.get("stopped") and phase != "done":
         return "synthesize", round_no
-    if state["settings"]["protocol"] == "roundtable":
+    if state["settings"].get("protocol") == "roundtable":
         return _next_turn(state)
     if phase in ("setup", "clarify"):
         return "propose", 1

@@ -54,7 +54,7 @@ def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
     if step == "done" or state.get("stopped") or state.get("summarized_for") == step_key(step, round_no):
         return []  # a debate stopped by its spend cap goes straight to a synthesis sized to what is left
     settings = state["settings"]
-    if settings["protocol"] == "roundtable":
+    if settings.get("protocol") == "roundtable":
         viewers = [table_profile(settings)]
     elif step == "synthesize":
         viewers = [settings["judge"]]

@@ -33,7 +33,7 @@ def plan(state: ConversationState) -> list[Call]:
     settings = state["settings"]
     judge = settings["judge"]
     emit({"event": "phase_started", "phase": "synthesize", "round": state["round"], "rounds": settings["rounds"]})
-    roundtable = settings["protocol"] == "roundtable"
+    roundtable = settings.get("protocol") == "roundtable"
     summary = table_summary(state) if roundtable else summaries_of(state, [judge]).get(judge["id"])
     ask = render(
         load_prompt("phases/synthesize"),
