@@ -102,6 +102,7 @@ def resolve(context: Context) -> RunSettings:
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
+        briefings={str(k): str(v) for k, v in (context.briefings or {}).items() if str(v).strip()},
     )
     if isinstance(context, RoundtableContext):
         params = roundtable_params(context)

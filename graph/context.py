@@ -62,6 +62,11 @@ class Context:
         metadata=_d("Spend cap: most prompt + completion tokens over every call (agents, summaries, judge). "
                     "When the next phase no longer fits, the judge synthesizes from what exists."),
     )
+    briefings: dict[str, str] | None = field(
+        default=None,
+        metadata=_d("Notes that enter every perspective at the start of a round (or turn), by its number: "
+                    '{"1": "The budget is 2 engineers."}. The memory probe plants its facts this way.'),
+    )
     max_cost: float | None = field(
         default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
     )

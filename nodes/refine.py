@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step
@@ -36,6 +37,8 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     """Append the refinements as turns; the round is complete."""
     _, round_no = next_step(state)
     turns = record_turns(state, calls, replies)
+    if round_no < state["settings"]["rounds"]:
+        turns += briefing_for(state, round_no + 1, len(state["transcript"]) + len(turns))
     return {"transcript": turns, "round": round_no, "phase": "refine",
             "status": advance(state, "refine", round_no, turns)}
 

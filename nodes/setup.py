@@ -15,6 +15,7 @@ from langgraph.types import Overwrite
 from debate_engine.graph.config import resolve
 from debate_engine.graph.context import Context
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.spend import empty_spend
 from debate_engine.nodes.status import emit, new_status
 
@@ -26,10 +27,11 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
     settings = resolve(runtime.context or Context())
     emit({"event": "debate_started", "agents": [a["id"] for a in settings["agents"]], "rounds": settings["rounds"]})
+    opening = briefing_for({**state, "settings": settings}, 1, 0)  # type: ignore[typeddict-item]
     return {
         "problem": problem,
         "settings": settings,
-        "transcript": Overwrite([]),
+        "transcript": Overwrite(opening),
         "summary_log": Overwrite([]),
         "round": 0,
         "phase": "setup",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step
@@ -39,6 +40,8 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     """Append the turn; the moderator (if any) chooses afresh for the next one."""
     _, turn_no = next_step(state)
     turns = record_turns(state, calls, replies)
+    if turn_no < state["settings"]["roundtable"]["max_turns"]:
+        turns += briefing_for(state, turn_no + 1, len(state["transcript"]) + len(turns))
     return {"transcript": turns, "turn_count": turn_no, "round": turn_no, "phase": "turn",
             "current_speaker": None, "status": advance(state, "turn", turn_no, turns)}
 
