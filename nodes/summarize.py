@@ -101,7 +101,8 @@ class SummaryCall:
         return self.agent["id"], "summarize", self.agent["model"], usage
 
 
-def _system_prompt(profile: AgentProfile, length: int) -> str:
+def summary_system_prompt(profile: AgentProfile, length: int) -> str:
+    """The summarizer's instructions for a target length: the agent's own prompt file, else the built-in one."""
     if profile["summary_prompt"]:
         return profile["summary_prompt"]
     who = "the judge (the whole debate)" if profile["id"] == JUDGE_ID else f"the {profile['role']} agent {profile['id']}"
@@ -122,7 +123,7 @@ def plan(state: ConversationState) -> list[SummaryCall]:
             agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
             strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
             max_output_tokens=profile["max_output_tokens"], budget=budget,
-            system_prompt=partial(_system_prompt, profile),
+            system_prompt=partial(summary_system_prompt, profile),
             instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
             model_spec=profile["model"],
         )))
