@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.common import Runs, section, table
 
-NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost"]
+NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable"]
 
 
 def sizes(args: argparse.Namespace) -> list[int]:
@@ -44,6 +44,7 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
     from bench.flat_cost import bench_flat_cost
     from bench.listing import bench_listing
     from bench.naive import bench_naive
+    from bench.roundtable import bench_roundtable
     from bench.storage import bench_storage
     from bench.summary_cost import bench_summary_cost
 
@@ -58,6 +59,8 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "flat_cost": ("Flat cost: time per round, early vs late", lambda: bench_flat_cost(runs, turns[-1])),
         "listing": ("`debate list`: small vs large database", lambda: bench_listing(runs, turns[-1])),
         "summary_cost": ("Summary cost: full history vs fresh vs rolling", lambda: bench_summary_cost(rounds)),
+        "roundtable": ("Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",
+                       lambda: bench_roundtable(folder, 1_000 if args.quick else 10_000)),
     }
     for name in NAMES:
         if name in chosen:

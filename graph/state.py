@@ -237,8 +237,8 @@ class ConversationState(TypedDict):
     """The judge's synthesis, once made."""
     status: Status
     """What ``debate list`` shows."""
-    spend: Spend
-    """Tokens and dollars spent so far."""
+    spend: Annotated[Spend, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
+    """Tokens and dollars spent so far (stored once per step as a write, not again in every checkpoint)."""
     stopped: str | None
     """Why the debate stopped taking turns early (``budget``, ``convergence``), or None."""
     turn_count: int
