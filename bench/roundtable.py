@@ -75,6 +75,7 @@ def bench_roundtable(folder: Path, turns: int) -> None:
     log = values["summary_log"]
     final = log[-1]
     rhythm = len(short["summary_log"])
+    registry = " ".join(e["text"] for items in values.get("facets", {}).values() for e in items.values())
     summary_text = final["text"] + " " + " ".join(sum(final["facets"].values(), []))
     table(["what", "value", "against", "ratio"], [
         ["checkpoint bytes / raw text", f"{size:,} / {raw:,}", "goal <= 20x", x(size / raw)],
@@ -83,6 +84,7 @@ def bench_roundtable(folder: Path, turns: int) -> None:
         ["summaries, 4-word turns (only the 50-turn rhythm)", rhythm, f"turns / 50 = {turns // 50}",
          x(rhythm / max(1, turns // 50))],
         ["facts in the final summary", sum(contains(summary_text, f) for f in facts), f"{len(facts)} planted", ""],
+        ["facts in the facet registry", sum(contains(registry, f) for f in facts), f"{len(facts)}", ""],
         ["facts in the last speaker's prompt", sum(contains(prompt.text, f) for f in facts), f"{len(facts)}", ""],
         ["run time (s)", f"{seconds:.0f}", f"{turns} turns", ""],
     ])
