@@ -217,7 +217,8 @@ async def _deadline(call: Call, runnable: Runnable[Any, Any]) -> Any:
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
     limit = _async_limit(call)
-    runnable = _structured(call) if call.schema else _model(call)
+    # Building a model may start the embedded server or load TLS certificates: blocking, so in a thread.
+    runnable = await asyncio.to_thread(_structured if call.schema else _model, call)
     for attempt in range(2):
         try:
             if limit:

@@ -68,7 +68,8 @@ def phase_node(
         return _settle(state, calls, results, apply(state, calls, results))
 
     async def arun(state: ConversationState) -> dict[str, Any]:
-        calls, stop = _gate(name, state, plan(state))
+        # Planning reads prompt files and the token table and counts every view: off the event loop.
+        calls, stop = await asyncio.to_thread(lambda: _gate(name, state, plan(state)))
         if stop is not None:
             return stop
         results = list(await asyncio.gather(*(async_task(c) for c in calls)))
