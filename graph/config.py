@@ -188,8 +188,8 @@ def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) 
 
 def judge_floor(judge: AgentProfile) -> tuple[int, int]:
     """Prompt and answer tokens kept back from the start for the synthesis."""
-    budget = make_budget(judge["context_window"], judge["max_output_tokens"])
-    return min(budget.total, JUDGE_PROMPT_FLOOR), judge["max_output_tokens"]
+    total = max(0, judge["context_window"] - judge["max_output_tokens"])  # a bad window is reported elsewhere
+    return min(total, JUDGE_PROMPT_FLOOR), judge["max_output_tokens"]
 
 
 def _check_budgets(profiles: list[AgentProfile]) -> list[str]:

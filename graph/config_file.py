@@ -119,7 +119,7 @@ def _valid_keys(model: type[BaseModel]) -> list[str]:
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
     names = [p for p in loc[:-1] if isinstance(p, str)]
-    if names and names[-1] in ("agents", "judge"):
+    if names and names[-1] in ("agents", "judge", "evaluators"):
         return AgentEntry
     if names and names[-1] == "debate":
         return DebateSection

@@ -77,22 +77,22 @@ class Reply(TypedDict):
     model: str
 
 
-def _chain(call: Call, build: Callable[[Any], Runnable[Any, Any]]) -> Runnable[Any, Any]:
+def _chain(call: Call, build: Callable[[Any], Runnable[Any, Any]], loop: int | None) -> Runnable[Any, Any]:
     """The agent's model, then its fallbacks, each built into a runnable by ``build``."""
     agent = call.agent
     runnables = [
         # The client retries 5xx, 429 and dropped connections itself; a 200 whose body is not
         # JSON it raises at once, so that one is retried here the same way.
         build(chat_model(spec, temperature=agent["temperature"], max_tokens=agent["max_output_tokens"],
-                         timeout_s=agent["timeout_s"]))
+                         timeout_s=agent["timeout_s"], loop=loop))
         .with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
         for spec in (agent["model"], *agent["fallback_models"])
     ]
     return runnables[0].with_fallbacks(runnables[1:]) if len(runnables) > 1 else runnables[0]
 
 
-def _model(call: Call) -> Runnable[Any, Any]:
-    return _chain(call, lambda model: model)
+def _model(call: Call, loop: int | None = None) -> Runnable[Any, Any]:
+    return _chain(call, lambda model: model, loop)
 
 
 def _messages(call: Call) -> list[Any]:
@@ -110,7 +110,7 @@ def _config(call: Call) -> RunnableConfig:
             "metadata": {"agent_id": call.agent["id"], "phase": phase, "kind": call.kind, "round": call.round}}
 
 
-def _structured(call: Call) -> Runnable[Any, Any]:
+def _structured(call: Call, loop: int | None = None) -> Runnable[Any, Any]:
     """Structured output with the raw message, falling back to plain text when it cannot be parsed."""
     schema = call.schema
     assert schema is not None
@@ -128,7 +128,7 @@ def _structured(call: Call) -> Runnable[Any, Any]:
             return plain
         return (structured | RunnableLambda(require)).with_fallbacks([plain], exceptions_to_handle=(ValueError,))
 
-    return _chain(call, build)
+    return _chain(call, build, loop)
 
 
 def _reply(call: Call, out: Any, started: float) -> Reply:
@@ -218,7 +218,8 @@ async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
     limit = _async_limit(call)
     # Building a model may start the embedded server or load TLS certificates: blocking, so in a thread.
-    runnable = await asyncio.to_thread(_structured if call.schema else _model, call)
+    loop = id(asyncio.get_running_loop())
+    runnable = await asyncio.to_thread(_structured if call.schema else _model, call, loop)
     for attempt in range(2):
         try:
             if limit:

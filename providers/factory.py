@@ -8,6 +8,7 @@ provider SDK; they ask this module.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -84,22 +85,33 @@ def spec_from_config(model: str | None, provider: str | None) -> str | None:
     return f"{provider or 'openai'}:{model}"
 
 
-def chat_model(spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, timeout_s: float = 120) -> BaseChatModel:
-    """Return the chat model for ``spec``, built once per distinct setting and event loop.
+def chat_model(
+    spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, timeout_s: float = 120, loop: int | None = None
+) -> BaseChatModel:
+    """Return the chat model for ``spec``, built once per distinct setting, endpoint and event loop.
 
     An async HTTP client belongs to the event loop it first ran in: a model
-    built in one ``asyncio.run`` must not be reused by the next.
+    built in one ``asyncio.run`` must not be reused by the next. ``loop`` names
+    the caller's loop when it builds the model from a worker thread.
     """
-    try:
-        loop = id(asyncio.get_running_loop())
-    except RuntimeError:
-        loop = 0
+    if loop is None:
+        try:
+            loop = id(asyncio.get_running_loop())
+        except RuntimeError:
+            loop = 0
     key = str(parse_spec(spec)) if not spec.startswith("fake") else spec
-    return _build(key, temperature, max_tokens, timeout_s, loop)
+    endpoint = "|".join(os.environ.get(v, "") for v in ("OPENAI_BASE_URL", "OPENROUTER_BASE_URL"))
+    credential = hashlib.sha256("|".join(os.environ.get(v, "") for v in SECRET_ENV).encode()).hexdigest()
+    return _build(key, temperature, max_tokens, timeout_s, loop, endpoint, credential)
+
+
+SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
 
 
 @lru_cache(maxsize=64)
-def _build(spec: str, temperature: float, max_tokens: int, timeout_s: float, loop: int) -> BaseChatModel:
+def _build(
+    spec: str, temperature: float, max_tokens: int, timeout_s: float, loop: int, endpoint: str, credential: str
+) -> BaseChatModel:
     parsed = parse_spec(spec)
     if parsed.provider == "fake":
         from debate_engine.providers.fake import FakeChatModel
@@ -175,6 +187,6 @@ def default_output_tokens(spec: str) -> int:
     """Tokens reserved for each answer when nothing is configured.
 
     The embedded model writes about 25 tokens/s on two cores and has a small
-    window: 384 keeps a useful debate within minutes and leaves room for history.
+    window: 192 tokens per answer keeps a 3-agent round within about two minutes.
     """
-    return 384 if spec.startswith("local") else 1024
+    return 192 if spec.startswith("local") else 1024

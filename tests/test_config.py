@@ -224,4 +224,4 @@ def test_the_default_model_follows_the_environment(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("DEBATE_MODEL")
     settings = resolve(Context(agents="kiss", context_window=4096))
     assert settings["agents"][0]["model"] == "local:smollm2" == settings["judge"]["model"]
-    assert settings["agents"][0]["max_output_tokens"] == 384
+    assert settings["agents"][0]["max_output_tokens"] == 192

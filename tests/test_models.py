@@ -63,7 +63,7 @@ def test_the_default_model_falls_back_through_the_environment(monkeypatch: pytes
 
 
 def test_default_output_tokens_are_smaller_for_the_embedded_model() -> None:
-    assert default_output_tokens("local:smollm2") == 384
+    assert default_output_tokens("local:smollm2") == 192
     assert default_output_tokens("openai:gpt-4o-mini") == 1024 and default_output_tokens("fake") == 1024
 
 
