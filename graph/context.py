@@ -7,6 +7,7 @@ config file (``config_file``), then to the environment, then to defaults.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 def _d(text: str) -> dict[str, str]:
@@ -87,3 +88,23 @@ class RoundtableContext(Context):
     view_system: int | None = field(default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048)."))
     view_summary: int | None = field(default=None, metadata=_d("Tokens of the view for the rolling summary (1024)."))
     view_recent: int | None = field(default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120)."))
+
+
+def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
+    """The run's settings: those passed with the input (they survive a stop before setup), else the runtime's."""
+    if given:
+        fields = {k: v for k, v in given.items() if k != "protocol"}
+        kind = RoundtableContext if given.get("protocol") == "roundtable" else Context
+        known = {f for f in kind.__dataclass_fields__}
+        return kind(**{k: v for k, v in fields.items() if k in known})
+    if isinstance(runtime, dict):  # a server run may hand over the plain dict
+        return RoundtableContext(**runtime) if "turns" in runtime else Context(**runtime)
+    return runtime or Context()
+
+
+def context_dict(context: Context) -> dict[str, Any]:
+    """A context as the plain dict an input carries (``context_of`` reads it back)."""
+    from dataclasses import asdict
+
+    protocol = "roundtable" if isinstance(context, RoundtableContext) else "phases"
+    return {**{k: v for k, v in asdict(context).items() if v not in (None, "")}, "protocol": protocol}

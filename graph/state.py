@@ -190,6 +190,9 @@ class InputState(TypedDict):
 
     problem: str
     """The problem to debate."""
+    context: NotRequired[dict[str, Any]]
+    """The run's settings as a plain dict (the Context's fields), kept with the input: a debate stopped before
+    its setup finished resumes with them. Without it, setup reads the run's ``context`` as usual."""
 
 
 class OutputState(TypedDict):
@@ -219,6 +222,8 @@ class ConversationState(TypedDict):
 
     problem: Annotated[str, DeltaChannel(keep_last, str, snapshot_frequency=SNAPSHOT_EVERY)]
     """The problem under debate."""
+    context: Annotated[dict[str, Any], DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
+    """The settings a caller passed with the input (see ``InputState``); setup resolves them."""
     settings: Annotated[RunSettings, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
     """The run's resolved settings, fixed at setup."""
     transcript: Annotated[list[Turn], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from debate_engine.graph.config import resolve
-from debate_engine.graph.context import Context
+from debate_engine.graph.context import context_of
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.spend import empty_spend
@@ -25,7 +25,7 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
     problem = (state.get("problem") or "").strip()
     if not problem:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
-    settings = resolve(runtime.context or Context())
+    settings = resolve(context_of(state.get("context"), runtime.context))
     emit({"event": "debate_started", "agents": [a["id"] for a in settings["agents"]], "rounds": settings["rounds"]})
     opening = briefing_for({**state, "settings": settings}, 1, 0)  # type: ignore[typeddict-item]
     return {
