@@ -6,6 +6,7 @@
   flat_cost     time per round early against late in the longest debate
   listing       `debate list` on a small database against one holding the longest debate
   summary_cost  full history against fresh and rolling summaries at R rounds
+  workers       40 debates on 1, 2 and 4 `debate worker` processes sharing one PostgreSQL, hand-over after a SIGKILL
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from bench.common import Runs, section, table
 
-NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable"]
+NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable", "startup", "workers"]
 
 
 def sizes(args: argparse.Namespace) -> list[int]:
@@ -45,8 +46,10 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
     from bench.listing import bench_listing
     from bench.naive import bench_naive
     from bench.roundtable import bench_roundtable
+    from bench.startup import bench_startup
     from bench.storage import bench_storage
     from bench.summary_cost import bench_summary_cost
+    from bench.workers import bench_workers
 
     chosen = args.only or NAMES
     runs, turns = Runs(folder), sizes(args)
@@ -61,6 +64,9 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "summary_cost": ("Summary cost: full history vs fresh vs rolling", lambda: bench_summary_cost(rounds)),
         "roundtable": ("Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",
                        lambda: bench_roundtable(folder, 1_000 if args.quick else 10_000)),
+        "startup": ("A fast start and no waste", lambda: bench_startup(folder)),
+        "workers": ("Scale-out: 40 debates on 1, 2, 4 workers sharing PostgreSQL; hand-over after SIGKILL",
+                    lambda: bench_workers(count=20 if args.quick else 40)),
     }
     for name in NAMES:
         if name in chosen:

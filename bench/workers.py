@@ -141,8 +141,13 @@ def floor(count: int, slots: int) -> float:
 
 def bench_workers(concurrency: int = 4, count: int = 40, stall_s: float = 15.0) -> None:
     from debate_engine.app.commands.worker import handover_bound
-    from tests.integration.conftest import fresh_database, temporary_postgres
+    from tests.integration.conftest import NoPostgres, fresh_database, server_bindir, temporary_postgres
 
+    try:
+        server_bindir()
+    except NoPostgres as exc:
+        print(f"(skipped: {exc})\n")
+        return
     with temporary_postgres() as server, tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
         folder = Path(tmp)
         walls, ready = {}, {}
