@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from debate_engine.app.errors import EXIT_OK, UserError
 
 def check_outputs(args: argparse.Namespace) -> None:
     """Find an unwritable output before the first model call, not after the debate."""
-    for flag in ("output", "report"):
+    for flag in ("output", "report", "csv", "md"):
         target = getattr(args, flag, None)
         if not target:
             continue
@@ -31,13 +32,23 @@ def where(status: dict[str, Any] | None) -> str:
     return f"round {status['round']}/{status['rounds']}, after {status['phase']}"
 
 
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+"""An ``--output`` name ending so gets the solution's text; any other (``.json``) the whole state."""
+
+
 def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     """Write the outputs asked for and print the solution (or say how to continue)."""
     from debate_engine.app.report import export_state, render_report
     from debate_engine.nodes.synthesize import render_solution
 
-    if getattr(args, "output", None):
-        Path(args.output).write_text(json.dumps(export_state(values), indent=2, ensure_ascii=False), encoding="utf-8")
+    output = getattr(args, "output", None)
+    if output and Path(output).suffix.lower() in TEXT_SUFFIXES:
+        if values.get("solution"):
+            Path(output).write_text(render_solution(values["solution"]) + "\n", encoding="utf-8")
+        else:
+            print(f"--output {output}: no solution to write yet", file=sys.stderr)
+    elif output:
+        Path(output).write_text(json.dumps(export_state(values), indent=2, ensure_ascii=False), encoding="utf-8")
     if getattr(args, "report", None):
         Path(args.report).write_text(render_report(values), encoding="utf-8")
     solution = values.get("solution")
@@ -63,5 +74,54 @@ def add_db(parser: argparse.ArgumentParser) -> None:
 
 def add_outputs(parser: argparse.ArgumentParser) -> None:
     """``--output`` and ``--report``."""
-    parser.add_argument("--output", help="write the final state as JSON here")
+    parser.add_argument("--output", help="FILE.json: the whole final state as JSON; FILE.md or FILE.txt: "
+                        "the solution's text")
     parser.add_argument("--report", help="write a Markdown report here")
+
+
+def add_progress(parser: argparse.ArgumentParser) -> None:
+    """``--quiet``, ``-v/--verbose`` and ``--env-file``: the options of the commands that call models."""
+    parser.add_argument("--quiet", action="store_true", help="no progress and no summary line on stderr")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show each model call and summary as it ends")
+    add_env_file(parser)
+
+
+def add_env_file(parser: argparse.ArgumentParser) -> None:
+    """``--env-file FILE``."""
+    parser.add_argument("--env-file", help="read KEY=VALUE lines (API keys, DEBATE_MODEL, ...) from FILE; "
+                        "variables already set win")
+
+
+def load_env_file(path: str | None) -> list[str]:
+    """Set the variables of a KEY=VALUE file that are not set (or empty); return their names, never values."""
+    if not path:
+        return []
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"--env-file {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--env-file {path}: not UTF-8 text") from None
+    values = _parse_env(text)
+    loaded = [k for k, v in values.items() if v is not None and not os.environ.get(k)]
+    for key in loaded:
+        os.environ[key] = values[key]  # type: ignore[assignment]
+    return loaded
+
+
+def _parse_env(text: str) -> dict[str, str | None]:
+    """python-dotenv's reading when it is installed, else plain ``KEY=VALUE`` lines (``export``, quotes, #)."""
+    try:
+        from dotenv import dotenv_values
+    except ImportError:
+        values: dict[str, str | None] = {}
+        for line in text.splitlines():
+            key, eq, value = line.strip().removeprefix("export ").partition("=")
+            if eq and key.strip() and not key.lstrip().startswith("#"):
+                value = value.strip()
+                quoted = len(value) > 1 and value[0] == value[-1] and value[0] in "'\""
+                values[key.strip()] = value[1:-1] if quoted else value.split(" #", 1)[0].strip()
+        return values
+    import io
+
+    return dict(dotenv_values(stream=io.StringIO(text)))

@@ -136,12 +136,17 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, 
 def thread_lock(db: str, thread: str) -> Iterator[None]:
     """Hold the thread for this process; refuse when another process holds it.
 
-    A file lock next to a SQLite database (released by the OS when the process
-    dies, even by SIGKILL); PostgreSQL databases lock in a folder named after
-    the URL's hash under the user's data directory.
+    SQLite: a file lock next to the database. PostgreSQL: a session-level
+    advisory lock (``pg_try_advisory_lock``) on a connection of its own, so
+    processes on any machine sharing the database exclude each other. Either
+    is released when the process dies, even by SIGKILL.
     """
-    base = Path(db).expanduser() if not is_postgres(db) else Path(default_db()).parent / "pg"
-    tag = hashlib.sha256((db if is_postgres(db) else "").encode() + thread.encode()).hexdigest()[:16]
+    if is_postgres(db):
+        with _advisory_lock(db, thread):
+            yield
+        return
+    base = Path(db).expanduser()
+    tag = hashlib.sha256(thread.encode()).hexdigest()[:16]
     folder = Path(f"{base}.locks")
     folder.mkdir(parents=True, exist_ok=True)
     handle = open(folder / f"{tag}.lock", "w")  # noqa: SIM115 - held for the whole run
@@ -149,12 +154,60 @@ def thread_lock(db: str, thread: str) -> Iterator[None]:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise ThreadBusy(f"debate {thread} is running in another process; wait for it or stop it first") from None
+        raise _busy(thread) from None
     try:
         yield
     finally:
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
+
+
+LOCK_SESSION_SQL = ("SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 2", "SET tcp_keepalives_count = 3")
+"""A lost machine's lock is freed when the server's keepalives find its connection dead (~11 s), not hours later."""
+
+
+def lock_key(thread: str) -> int:
+    """The thread's advisory-lock key: a signed 64-bit number from its id."""
+    return int.from_bytes(hashlib.sha256(b"debate-thread\0" + thread.encode()).digest()[:8], "big", signed=True)
+
+
+def _busy(thread: str) -> ThreadBusy:
+    return ThreadBusy(f"debate {thread} is running in another process; wait for it or stop it first")
+
+
+@contextmanager
+def _advisory_lock(db: str, thread: str) -> Iterator[None]:
+    import psycopg
+
+    try:
+        conn = psycopg.connect(db, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+    with conn:
+        for setting in LOCK_SESSION_SQL:
+            conn.execute(setting)  # type: ignore[arg-type]
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),)).fetchone()
+        if not row or not row[0]:
+            raise _busy(thread)
+        yield  # closing the connection ends the session and releases the lock
+
+
+@asynccontextmanager
+async def athread_lock(db: str, thread: str) -> AsyncIterator[None]:
+    """:func:`thread_lock` for PostgreSQL inside an event loop (the queue's workers)."""
+    import psycopg
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+    async with conn:
+        for setting in LOCK_SESSION_SQL:
+            await conn.execute(setting)  # type: ignore[arg-type]
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),))).fetchone()
+        if not row or not row[0]:
+            raise _busy(thread)
+        yield
 
 
 def thread_busy(db: str, thread: str) -> bool:

@@ -1,29 +1,112 @@
-"""Live progress on stderr from the graph's custom stream events."""
+"""Progress on stderr from the graph's custom stream events.
+
+By default one line per phase (and a failed summary's warning); ``verbose``
+adds each call and each summary as it ends. When stderr is a terminal, a live
+line under them shows the phase, the round, the calls done of the total and
+the tokens so far, redrawn in place; anywhere else nothing extra is written.
+``quiet`` writes nothing. A finished run ends with one summary line.
+"""
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+import time
+from typing import Any, TextIO
 
 from debate_engine.providers.secrets import redact
 
+CLEAR = "\r\033[K"
+"""Back to the line's start and erase it: how the live line is redrawn."""
+DEBATE_KINDS = ("proposal", "critique", "refinement", "synthesis")
+
+
+def expected_calls(agents: int, rounds: int) -> int:
+    """The debate's model calls without clarifications and summaries.
+
+    ``agents`` proposals; per round ``agents * (agents - 1)`` critiques and ``agents`` refinements; one synthesis.
+    """
+    if agents <= 0:
+        return 0
+    return agents + rounds * agents * agents + 1
+
+
+def summary_line(values: dict[str, Any], wall_s: float, before: dict[str, Any] | None = None) -> str:
+    """Wall time, calls and tokens of this run: the debate's figures, less those it had when resumed."""
+    from debate_engine.app.report import duration, figures
+
+    now = figures(values)["total"]
+    then = figures(before)["total"] if before else {"calls": 0, "prompt": 0, "completion": 0}
+    calls, prompt, completion = (now[k] - then[k] for k in ("calls", "prompt", "completion"))
+    return (f"took {duration(wall_s)}: {calls} model calls, {prompt + completion} tokens "
+            f"({prompt} prompt + {completion} completion)")
+
 
 class Progress:
-    """Print one line per event worth a user's attention; count tokens as they come."""
+    """Print the lines worth a user's attention; count calls and tokens as they come."""
 
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.tokens = 0
-        self.calls = 0
+    def __init__(self, quiet: bool = False, verbose: bool = False, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.quiet, self.verbose = quiet, verbose
+        self.live = not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.calls = self.total = self.tokens = self.summaries = 0
+        self.phase, self.round, self.rounds = "setup", 0, 0
+        self.started = time.monotonic()
+        self.before: dict[str, Any] | None = None
+        self._drawn = False
+
+    def resume(self, values: dict[str, Any]) -> None:
+        """Start from a stored debate: the calls it has made, the calls it has left, its tokens so far."""
+        from debate_engine.app.report import figures
+
+        settings, status = values.get("settings") or {}, values.get("status") or {}
+        transcript = values.get("transcript", [])
+        asked = sum(1 for t in transcript if t["kind"] == "clarification")
+        self.before = values
+        self.total = expected_calls(len(settings.get("agents", [])), settings.get("rounds", 0)) + asked
+        self.calls = asked + sum(1 for t in transcript if t["kind"] in DEBATE_KINDS and t.get("model"))
+        total = figures(values)["total"]
+        self.tokens = total["prompt"] + total["completion"]
+        self.phase, self.round, self.rounds = status.get("phase", "setup"), status.get("round", 0), status.get(
+            "rounds", 0)
 
     def show(self, event: dict[str, Any]) -> None:
+        """Take one custom stream event."""
         kind = event.get("event")
-        if kind == "contribution":
-            self.calls += 1
-            self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
-        line = None if self.quiet else self._line(kind, event)
+        self._count(kind, event)
+        if self.quiet:
+            return
+        line = self._line(kind, event)
         if line:
-            print(redact(line), file=sys.stderr, flush=True)
+            self._print(line)
+        if self.live:
+            self._draw()
+
+    def close(self) -> None:
+        """Erase the live line (before an error message, a question or the end)."""
+        if self._drawn:
+            self.stream.write(CLEAR)
+            self.stream.flush()
+            self._drawn = False
+
+    def finish(self, values: dict[str, Any]) -> None:
+        """The run's one summary line, unless quiet."""
+        self.close()
+        if not self.quiet:
+            self._print(summary_line(values, time.monotonic() - self.started, self.before))
+
+    def _count(self, kind: Any, event: dict[str, Any]) -> None:
+        if kind == "debate_started":
+            self.rounds = event.get("rounds", 0)
+            self.total = expected_calls(len(event.get("agents", [])), self.rounds)
+        elif kind == "phase_started":
+            self.phase, self.round = event["phase"], event.get("round", self.round)
+            self.rounds = event.get("rounds", self.rounds)
+        elif kind == "contribution":
+            self.calls += 1
+            self.total += event.get("kind") == "clarification"  # not known in advance
+            self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
+        elif kind == "summarization_completed":
+            self.summaries += 1
 
     def _line(self, kind: Any, event: dict[str, Any]) -> str | None:
         where = f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]"
@@ -31,6 +114,10 @@ class Progress:
             return f"agents: {', '.join(event['agents'])}; {event['rounds']} round(s)"
         if kind == "phase_started":
             return f"{where} {event['phase']}"
+        if kind == "summarization_error":
+            return f"  {event['agent_id']}: summary failed ({event['error']}); going on with the previous one"
+        if not self.verbose:
+            return None
         if kind == "contribution":
             on = f" on {event['target']}" if event.get("target") else ""
             cut = " (cut at the output limit)" if event.get("truncated") else ""
@@ -40,6 +127,17 @@ class Progress:
             return f"  {event['agent_id']}: summarizing {event['turns']} turns ({event['reason']})"
         if kind == "summarization_completed":
             return f"  {event['agent_id']}: summary {event['tokens_before']} -> {event['tokens_after']} tokens"
-        if kind == "summarization_error":
-            return f"  {event['agent_id']}: summary failed ({event['error']}); going on with the previous one"
         return None
+
+    def _print(self, line: str) -> None:
+        self.close()
+        print(redact(line), file=self.stream, flush=True)
+
+    def _draw(self) -> None:
+        of = f"/{self.total}" if self.total else ""
+        summaries = f", {self.summaries} summaries" if self.summaries else ""
+        text = (f"{self.phase} · round {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
+                f"· {self.tokens} tokens")
+        self.stream.write(CLEAR + text)
+        self.stream.flush()
+        self._drawn = True

@@ -7,10 +7,9 @@ swallowing the rest of the report.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
-PHASES = ("clarification", "proposal", "critique", "refinement", "synthesis")
+PHASES = ("clarification", "proposal", "critique", "refinement", "synthesis", "summary")
 
 
 def export_state(values: dict[str, Any]) -> dict[str, Any]:
@@ -28,6 +27,14 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def values_from_export(data: dict[str, Any]) -> dict[str, Any]:
+    """A debate's values from its ``--output`` JSON: the inverse of :func:`export_state`."""
+    settings = {**(data.get("settings") or {}), "agents": data.get("agents") or []}
+    if data.get("judge"):
+        settings["judge"] = data["judge"]
+    return {**{k: v for k, v in data.items() if k not in ("agents", "judge")}, "settings": settings}
+
+
 def _public(profile: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in profile.items() if k not in ("system_prompt", "summary_prompt")}
 
@@ -38,32 +45,6 @@ def _quote(text: str) -> str:
 
 def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def totals(
-    transcript: list[dict[str, Any]], summary_log: list[dict[str, Any]]
-) -> dict[tuple[str, str], dict[str, int]]:
-    """Tokens, calls and latency per (speaker, phase), summaries included."""
-    out: dict[tuple[str, str], dict[str, int]] = defaultdict(
-        lambda: {"calls": 0, "input": 0, "output": 0, "latency_ms": 0}
-    )
-    for turn in transcript:
-        if turn.get("model") is None and turn["kind"] != "clarification":
-            continue
-        row = out[(turn["speaker"], turn["kind"])]
-        usage = turn.get("usage") or {}
-        row["calls"] += 1
-        row["input"] += usage.get("input_tokens") or (turn.get("view") or {}).get("prompt_tokens", 0)
-        row["output"] += usage.get("output_tokens") or turn["tokens"]
-        row["latency_ms"] += turn.get("latency_ms", 0)
-    for record in summary_log:
-        row = out[(record["agent_id"], "summary")]
-        usage = record.get("usage") or {}
-        row["calls"] += 1
-        row["input"] += usage.get("input_tokens", 0)
-        row["output"] += usage.get("output_tokens", 0)
-        row["latency_ms"] += record.get("latency_ms", 0)
-    return out
 
 
 def render_report(values: dict[str, Any]) -> str:
@@ -80,7 +61,7 @@ def render_report(values: dict[str, Any]) -> str:
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
     lines += _solution(values.get("solution"))
-    lines += _figures(transcript, values.get("summary_log", []))
+    lines += _figures(values)
     return "\n".join(lines) + "\n"
 
 
@@ -135,10 +116,101 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _figures(transcript: list[dict[str, Any]], log: list[dict[str, Any]]) -> list[str]:
-    lines = ["", "## Tokens and latency", "", "| agent | phase | calls | input tokens | output tokens | latency (s) |",
-             "|---|---|---|---|---|---|"]
-    for (speaker, phase), row in sorted(totals(transcript, log).items()):
-        lines.append(f"| {speaker} | {phase} | {row['calls']} | {row['input']} | {row['output']} "
-                     f"| {row['latency_ms'] / 1000:.1f} |")
+def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per model-written turn and per summary: agent, phase, calls, tokens in and out, latency."""
+    rows = []
+    for turn in values.get("transcript", []):
+        if turn.get("model") is None and turn["kind"] != "clarification":
+            continue
+        usage = turn.get("usage") or {}
+        rows.append({"agent": turn["speaker"], "phase": turn["kind"], "calls": 1,
+                     "prompt": usage.get("input_tokens") or (turn.get("view") or {}).get("prompt_tokens", 0),
+                     "completion": usage.get("output_tokens") or turn["tokens"],
+                     "latency_ms": [turn.get("latency_ms", 0)], "cut": int(bool(turn.get("truncated")))})
+    for record in values.get("summary_log", []):
+        usage, calls = record.get("usage") or {}, record.get("calls", 1)
+        rows.append({"agent": record["agent_id"], "phase": "summary", "calls": calls,
+                     "prompt": usage.get("input_tokens", 0), "completion": usage.get("output_tokens", 0),
+                     "latency_ms": [record.get("latency_ms", 0) // calls] * calls if calls else [], "cut": 0})
+    return rows
+
+
+def _add(groups: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
+    group = groups.setdefault(key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0})
+    for name in ("calls", "prompt", "completion", "cut"):
+        group[name] += row[name]
+    group["latency_ms"] += row["latency_ms"]
+
+
+def figures(values: dict[str, Any]) -> dict[str, Any]:
+    """What a debate cost: wall time, calls, tokens, summaries, retries, failures, cut turns, latency."""
+    rows = calls_of(values)
+    by_agent: dict[str, dict[str, Any]] = {}
+    by_phase: dict[tuple[str, str], dict[str, Any]] = {}
+    total: dict[Any, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)):
+        _add(by_agent, row["agent"], row)
+        _add(by_phase, (row["agent"], row["phase"]), row)
+        _add(total, "total", row)
+    log = values.get("summary_log", [])
+    ok = [r for r in log if r["status"] == "ok"]
+    status = values.get("status") or {}
+    return {
+        "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
+        "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
+        "turn_calls": sum(r["calls"] for r in rows if r["phase"] != "summary"),
+        "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
+        "summaries": len(ok), "failed_summaries": len(log) - len(ok),
+        "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
+        "extra_summary_calls": sum(max(r.get("calls", 1) - 1, 0) for r in ok),
+        "cut": [t["id"] for t in values.get("transcript", []) if t.get("truncated")],
+        "by_agent": by_agent, "by_phase": by_phase,
+    }
+
+
+def duration(seconds: float) -> str:
+    """``4.2 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _latency(latencies: list[int]) -> tuple[str, str]:
+    if not latencies:
+        return "0.00", "0.00"
+    return f"{sum(latencies) / len(latencies) / 1000:.2f}", f"{max(latencies) / 1000:.2f}"
+
+
+def _figures(values: dict[str, Any]) -> list[str]:
+    f = figures(values)
+    total = f["total"]
+    mean, top = _latency(total["latency_ms"])
+    cut = f"{len(f['cut'])} turn(s)" + (f": {', '.join(f['cut'][:10])}" if f["cut"] else "")
+    cut += f" and {len(f['cut']) - 10} more" if len(f["cut"]) > 10 else ""
+    rows = [
+        ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
+        ("model calls", f"{total['calls']} ({f['turn_calls']} turns, {f['summary_calls']} summary calls)"),
+        ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
+        ("total tokens", total["prompt"] + total["completion"]),
+        ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),
+        ("retries", f"{f['extra_summary_calls']} extra summary calls (material read in parts, or a reply cut "
+                    "at the output limit asked again)"),
+        ("failures", f"{f['failed_summaries']} failed summaries; failed calls are not stored (a call that "
+                     "fails after its retries stops the run, and resume makes it again)"),
+        ("cut at the output limit", cut),
+        ("latency per call", f"mean {mean} s, max {top} s (model time, without queue time)"),
+    ]
+    lines = ["", "## Figures", "", "| figure | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]]
+    lines += ["", "### By agent", "", "| agent | calls | prompt tokens | completion tokens | mean latency (s) "
+              "| max latency (s) |", "|---|---|---|---|---|---|"]
+    for agent, g in [*f["by_agent"].items(), ("**total**", total)]:
+        lines.append(f"| {_cell(agent)} | {g['calls']} | {g['prompt']} | {g['completion']} "
+                     f"| {' | '.join(_latency(g['latency_ms']))} |")
+    lines += ["", "### By agent and phase", "", "| agent | phase | calls | prompt tokens | completion tokens "
+              "| mean latency (s) | cut at the output limit |", "|---|---|---|---|---|---|---|"]
+    order = list(f["by_agent"])
+    for (agent, phase), g in sorted(f["by_phase"].items(), key=lambda kv: order.index(kv[0][0])):
+        lines.append(f"| {_cell(agent)} | {phase} | {g['calls']} | {g['prompt']} | {g['completion']} "
+                     f"| {_latency(g['latency_ms'])[0]} | {g['cut']} |")
     return lines

@@ -63,6 +63,7 @@ async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, 
         snapshot = await graph.aget_state(config)
         if not snapshot.interrupts:
             return snapshot
+        progress.close()  # the live line ends before the questions are asked
         payload = Command(resume=ask(snapshot.interrupts[0].value))
 
 

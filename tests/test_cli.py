@@ -126,7 +126,7 @@ def test_list_show_and_report_a_finished_debate(tmp_path: Path, capsys: pytest.C
     report = capsys.readouterr().out
     assert report.startswith("# Debate report\n")
     for heading in ("## Problem", "## Agents", "## Round 1", "### Proposals", "### Critiques", "### Refinements",
-                    "## Final solution", "## Tokens and latency"):
+                    "## Final solution", "## Figures"):
         assert f"\n{heading}\n" in report, heading
     assert "#### kiss on testing" in report and "#### testing on kiss" in report
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
+import pytest
 from markdown_it import MarkdownIt
 
 from debate_engine.app.report import export_state, render_report
@@ -16,9 +18,10 @@ def headings(markdown: str) -> list[tuple[int, str]]:
     return [(int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"]
 
 
-def table(markdown: str, title: str) -> list[list[str]]:
-    """The body rows of the first table after the ``## title`` heading."""
-    section = markdown.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+def table(markdown: str, title: str, level: int = 2) -> list[list[str]]:
+    """The body rows of the first table after the ``## title`` heading (``###`` with level 3)."""
+    mark = "#" * level
+    section = markdown.split(f"\n{mark} {title}\n", 1)[1].split(f"\n{mark} ", 1)[0].split("\n### ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
 
@@ -29,9 +32,10 @@ def test_the_report_has_every_section_in_order(debate) -> None:
     report = render_report(out)
     top = [text for level, text in headings(report) if level <= 2]
     assert top == ["Debate report", "Problem", "Agents", "Round 1", "Round 2", "Summaries", "Final solution",
-                   "Tokens and latency"]
+                   "Figures"]
     found = {text for _, text in headings(report)}
-    assert {"Proposals", "Critiques", "Refinements", "architect on security", "security on architect"} <= found
+    assert {"Proposals", "Critiques", "Refinements", "architect on security", "security on architect",
+            "By agent", "By agent and phase"} <= found
     assert [row[0] for row in table(report, "Agents")] == ["architect", "security", "judge"]
     assert len(table(report, "Summaries")) == len(out["summary_log"])
 
@@ -40,14 +44,14 @@ def test_the_figures_count_every_call(debate) -> None:
     out = debate(rounds=2, agents="architect,performance,security", summarize=False)
     report = render_report(out)
     assert "\n## Summaries\n" not in report
-    calls = {(row[0], row[1]): int(row[2]) for row in table(report, "Tokens and latency")}
+    calls = {(row[0], row[1]): int(row[2]) for row in table(report, "By agent and phase", 3)}
     expected: dict[tuple[str, str], int] = {}
     for agent in ("architect", "performance", "security"):
         # one proposal; per round two critiques (one of each other agent) and one refinement
         expected |= {(agent, "proposal"): 1, (agent, "critique"): 2 * 2, (agent, "refinement"): 2}
     expected[("judge", "synthesis")] = 1
     assert calls == expected
-    output_tokens = {(row[0], row[1]): int(row[4]) for row in table(report, "Tokens and latency")}
+    output_tokens = {(row[0], row[1]): int(row[4]) for row in table(report, "By agent and phase", 3)}
     by_turn: Counter[tuple[str, str]] = Counter()
     for turn in out["transcript"]:
         by_turn[(turn["speaker"], turn["kind"])] += turn["usage"]["output_tokens"]
@@ -70,7 +74,7 @@ def test_code_fences_in_content_cannot_break_the_report(debate) -> None:
     out["solution"]["description"] = evil
     found = [text for _, text in headings(render_report(out))]
     assert "Fake heading" not in found
-    assert found.count("Final solution") == 1 and "Tokens and latency" in found and "Refinements" in found
+    assert found.count("Final solution") == 1 and "Figures" in found and "Refinements" in found
 
 
 def test_the_export_keeps_the_debate_and_no_prompt_text(debate) -> None:
@@ -85,3 +89,79 @@ def test_the_export_keeps_the_debate_and_no_prompt_text(debate) -> None:
     assert [a["id"] for a in exported["agents"]] == ["architect", "kiss"] and exported["judge"]["id"] == "judge"
     assert exported["agents"][0]["model"] == "fake" and exported["settings"]["rounds"] == 1
     assert exported["transcript"] == out["transcript"] and exported["solution"] == out["solution"]
+
+
+def hand_made() -> dict[str, Any]:
+    """Four turns and three summaries whose figures are worked out by hand below."""
+    from tests.conftest import make_turn
+
+    specs = [(0, "a", "proposal", None, 100, 40, 1000), (1, "b", "proposal", None, 120, 60, 3000),
+             (2, "a", "critique", "b", 200, 80, 2000), (3, "judge", "synthesis", None, 300, 100, 6000)]
+    transcript = []
+    for seq, speaker, kind, target, prompt, completion, latency in specs:
+        turn: dict[str, Any] = dict(make_turn(seq, speaker=speaker, kind=kind, target=target, round_no=1))
+        turn.update(usage={"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion},
+                    latency_ms=latency, truncated=kind == "critique")
+        transcript.append(turn)
+
+    def summary(ident: str, agent: str, status: str, calls: int, usage: tuple[int, int] | None, latency: int,
+                before: int, after: int) -> dict[str, Any]:
+        return {"id": ident, "agent_id": agent, "round": 1, "depth": 0, "strategy": "rolling", "reason": "overflow",
+                "status": status, "calls": calls, "latency_ms": latency, "tokens_before": before,
+                "tokens_after": after, "error": "cut twice" if status == "failed" else None,
+                "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
+                          "total_tokens": sum(usage)} if usage else None}
+
+    log = [summary("s1", "a", "ok", 2, (50, 20), 800, 500, 120), summary("s2", "b", "failed", 0, None, 0, 400, 0),
+           summary("s3", "judge", "ok", 1, (70, 30), 500, 900, 200)]
+    status = {"problem": "p", "phase": "done", "round": 1, "rounds": 1, "turns": 4, "summaries": 3, "tokens": 0,
+              "started_at": 1000.0, "updated_at": 1185.0}
+    return {"problem": "p", "settings": {}, "transcript": transcript, "summary_log": log, "solution": None,
+            "status": status}
+
+
+def test_the_figures_are_the_sums_worked_out_by_hand() -> None:
+    report = render_report(hand_made())
+    figures = dict((row[0], row[1]) for row in table(report, "Figures"))
+    assert figures["wall time"] == "3 min 05 s (set-up to last step)"  # 1185 - 1000 s
+    assert figures["model calls"] == "7 (4 turns, 3 summary calls)"  # summary calls 2 + 0 + 1
+    assert figures["prompt tokens"] == "840"  # 100 + 120 + 200 + 300 + 50 + 70
+    assert figures["completion tokens"] == "330"  # 40 + 60 + 80 + 100 + 20 + 30
+    assert figures["total tokens"] == "1170"
+    assert figures["summaries"].startswith("2 made, 1080 tokens saved")  # (500 - 120) + (900 - 200); s2 failed
+    assert figures["retries"].startswith("1 extra summary calls")  # s1 took 2 calls
+    assert figures["failures"].startswith("1 failed summaries")
+    assert figures["cut at the output limit"] == "1 turn(s): critique:r1:a->b"
+    # per call: 1000, 3000, 2000, 6000, s1 800 / 2 twice, s3 500 -> 13300 / 7 = 1900 ms
+    assert figures["latency per call"].startswith("mean 1.90 s, max 6.00 s")
+    by_agent = table(report, "By agent", 3)
+    assert by_agent == [["a", "4", "350", "140", "0.95", "2.00"],  # latencies 1000, 2000, 400, 400
+                        ["b", "1", "120", "60", "3.00", "3.00"],
+                        ["judge", "2", "370", "130", "3.25", "6.00"],  # 6000 and 500
+                        ["**total**", "7", "840", "330", "1.90", "6.00"]]
+    phases = {(row[0], row[1]): row[2:] for row in table(report, "By agent and phase", 3)}
+    assert phases[("a", "critique")] == ["1", "200", "80", "2.00", "1"]
+    assert phases[("a", "summary")] == ["2", "50", "20", "0.40", "0"]
+    assert phases[("b", "summary")] == ["0", "0", "0", "0.00", "0"]
+    assert "**cut at the output limit**" in report.split("#### a on b", 1)[1].split("\n#### ", 1)[0]
+    assert report.count("**cut at the output limit**") == 1
+
+
+def test_report_of_a_saved_json_or_thread_is_what_the_run_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from debate_engine.app.cli import main
+
+    state, written = tmp_path / "debate.json", tmp_path / "run.md"
+    assert main(["run", "--model", "fake", "--rounds", "2", "--agents", "kiss,testing", "--quiet", "--thread-id",
+                 "one", "--db", str(tmp_path / "d.sqlite"), "--output", str(state), "--report", str(written),
+                 "Design a cache"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(state)]) == 0
+    from_json = capsys.readouterr().out
+    assert main(["report", "--thread", "one", "--db", str(tmp_path / "d.sqlite")]) == 0
+    from_thread = capsys.readouterr().out
+    assert from_json == written.read_text() == from_thread
+    assert "\n## Figures\n" in from_json
+    assert main(["report", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``debate report``: the Markdown report of a stored debate, as ``--report`` writes it during a run."""
+"""``debate report``: the Markdown report of a saved debate, as ``--report`` writes it during a run."""
 
 from __future__ import annotations
 
@@ -7,24 +7,65 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.errors import EXIT_OK
+from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, check_outputs
 
 
 def register(sub: Any) -> None:
-    report = sub.add_parser("report", help="write the Markdown report of a stored debate")
-    report.add_argument("thread")
+    report = sub.add_parser("report", help="write the Markdown report of a saved debate")
+    add_source(report)
     report.add_argument("--output", help="write the report here (default: stdout)")
     add_db(report)
 
 
-def main(args: argparse.Namespace) -> int:
+def add_source(parser: argparse.ArgumentParser) -> None:
+    """Which debate: a run's ``--output`` JSON, or a stored thread."""
+    parser.add_argument("source", nargs="?", metavar="DEBATE.json|THREAD",
+                        help="a run's --output JSON file, or the thread id of a stored debate")
+    parser.add_argument("--thread", help="the thread id of a debate stored in --db")
+
+
+def load_export(path: str) -> dict[str, Any]:
+    """A debate's values from the JSON ``debate run --output FILE.json`` wrote."""
+    import json
+
+    from debate_engine.app.report import values_from_export
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("transcript"), list) or "problem" not in data:
+        raise UserError(f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes")
+    return values_from_export(data)
+
+
+def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The debate named by ``source`` or ``--thread``, and how to name it: the file's path or ``thread:ID``."""
     from debate_engine.app.commands.show import stored_values
-    from debate_engine.app.report import render_report
     from debate_engine.app.runner import run_until_signal
 
+    if args.source and args.thread:
+        raise UserError("name one debate: a DEBATE.json file or --thread ID, not both")
+    if not (args.source or args.thread):
+        raise UserError("name the debate: a DEBATE.json file (from `debate run --output`) or --thread ID")
+    if args.source and (Path(args.source).is_file() or args.source.endswith(".json")):
+        return load_export(args.source), args.source
+    thread = args.thread or args.source
+    values = run_until_signal(stored_values(argparse.Namespace(thread=thread, db=args.db)))
+    return values, f"thread:{thread}"
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.report import render_report
+
     check_outputs(args)
-    text = render_report(run_until_signal(stored_values(args)))
+    values, _ = debate_of(args)
+    text = render_report(values)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

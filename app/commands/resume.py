@@ -7,13 +7,22 @@ import sys
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.outputs import add_db, add_outputs, check_outputs, db_of, finish, where
+from debate_engine.app.outputs import (
+    add_db,
+    add_outputs,
+    add_progress,
+    check_outputs,
+    db_of,
+    finish,
+    load_env_file,
+    where,
+)
 
 
 def register(sub: Any) -> None:
     resume = sub.add_parser("resume", help="continue an interrupted, failed or killed debate")
     resume.add_argument("thread")
-    resume.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_progress(resume)
     add_outputs(resume)
     add_db(resume)
 
@@ -21,6 +30,7 @@ def register(sub: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.runner import run_until_signal
 
+    load_env_file(args.env_file)
     check_outputs(args)
     return run_until_signal(_resume(args))
 
@@ -43,5 +53,12 @@ async def _resume(args: argparse.Namespace) -> int:
                 print(f"debate {args.thread} is already finished", file=sys.stderr)
                 return finish(snapshot.values, args)
             print(f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}", file=sys.stderr)
-            snapshot = await drive(graph, None, config, None, Progress(args.quiet))
-    return finish(snapshot.values, args)
+            progress = Progress(args.quiet, args.verbose)
+            progress.resume(snapshot.values)
+            try:
+                snapshot = await drive(graph, None, config, None, progress)
+            finally:
+                progress.close()
+    code = finish(snapshot.values, args)
+    progress.finish(snapshot.values)
+    return code

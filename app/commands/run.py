@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.outputs import add_db, add_outputs, check_outputs, db_of, finish
+from debate_engine.app.outputs import add_db, add_outputs, add_progress, check_outputs, db_of, finish, load_env_file
 
 
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run a new debate")
+    add_run_options(run)
+    add_progress(run)
+    add_outputs(run)
+    add_db(run)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """The problem and the run settings ``debate run`` and ``debate submit`` share."""
     run.add_argument("problem", nargs="?", help="the problem to debate")
     run.add_argument("--problem-file", help="read the problem from this file")
     run.add_argument("--config", help="JSON config file (the seed schema)")
@@ -29,9 +37,6 @@ def register(sub: Any) -> None:
     run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: no limit)")
     run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
     run.add_argument("--no-summary", action="store_true", help="never summarize")
-    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    add_outputs(run)
-    add_db(run)
 
 
 def problem_of(args: argparse.Namespace) -> str:
@@ -52,19 +57,29 @@ def problem_of(args: argparse.Namespace) -> str:
 
 def context_of(args: argparse.Namespace) -> Any:
     """The run's context from the flags, resolved once here so every mistake shows before any call."""
-    from debate_engine.graph.config import resolve
     from debate_engine.graph.context import Context
-    from debate_engine.providers.factory import chat_model
 
+    return checked_context(Context(**context_fields(args)))
+
+
+def context_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The run flags as ``Context`` fields (a config file's path made absolute)."""
     if args.config and not Path(args.config).is_file():
         raise UserError(f"config file {args.config} does not exist; check the path")
-    context = Context(
+    return dict(
         model=args.model or "", agents=args.agents or "", rounds=args.rounds,
         config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
         max_output_tokens=args.max_output_tokens, context_window=args.context_window,
         max_concurrency=args.max_concurrency, summary_method=args.summary_method or "",
         summarize=False if args.no_summary else None,
     )
+
+
+def checked_context(context: Any) -> Any:
+    """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
+    from debate_engine.graph.config import resolve
+    from debate_engine.providers.factory import chat_model
+
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]):
         if not profile["model"].startswith("local"):
@@ -75,6 +90,7 @@ def context_of(args: argparse.Namespace) -> Any:
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.runner import run_until_signal
 
+    load_env_file(args.env_file)
     problem = problem_of(args)
     check_outputs(args)
     context = context_of(args)
@@ -97,5 +113,11 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
                 raise UserError(f"thread {args.thread_id} already holds a debate; use `debate resume "
                                 f"{args.thread_id}` or another --thread-id")
             print(f"debate {args.thread_id}", file=sys.stderr)
-            snapshot = await drive(graph, {"problem": problem}, config, context, Progress(args.quiet))
-    return finish(snapshot.values, args)
+            progress = Progress(args.quiet, args.verbose)
+            try:
+                snapshot = await drive(graph, {"problem": problem}, config, context, progress)
+            finally:
+                progress.close()
+    code = finish(snapshot.values, args)
+    progress.finish(snapshot.values)
+    return code

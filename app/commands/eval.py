@@ -1,0 +1,100 @@
+"""``debate eval``: evaluator agents score a finished debate's solution, criterion by criterion."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from debate_engine.app.commands.report import add_source
+from debate_engine.app.errors import EXIT_OK, EXIT_PROVIDER, UserError
+from debate_engine.app.outputs import add_db, add_env_file, check_outputs, load_env_file
+
+
+def register(sub: Any) -> None:
+    ev = sub.add_parser("eval", help="score a finished debate's solution with evaluator agents")
+    add_source(ev)
+    ev.add_argument("--config", help="JSON config file whose `evaluators` list (agent entries) sets the evaluators")
+    ev.add_argument("--model", help="one evaluator on this model (with --config: every evaluator's model)")
+    ev.add_argument("--output", help="write the evaluation as JSON here (default: stdout)")
+    ev.add_argument("--csv", help="append one row with the averages to this CSV file (the header once)")
+    ev.add_argument("--md", help="write the scores as a Markdown table here")
+    add_env_file(ev)
+    add_db(ev)
+
+
+def main(args: argparse.Namespace) -> int:
+    import json
+
+    from debate_engine.app.commands.report import debate_of
+    from debate_engine.app.evaluate import evaluate, evaluators_of
+    from debate_engine.app.runner import run_until_signal
+    from debate_engine.providers.factory import chat_model
+
+    load_env_file(args.env_file)
+    check_outputs(args)
+    values, source = debate_of(args)
+    if not values.get("solution"):
+        raise UserError(f"{source} has no solution to evaluate yet; finish it with `debate resume`")
+    evaluators = evaluators_of(args.config, args.model)
+    for evaluator in evaluators:
+        if not evaluator.models[0].startswith("local"):
+            chat_model(evaluator.models[0])  # a missing API key is an input error, found before any call
+    doc = run_until_signal(evaluate(values, evaluators, source))
+    for record in doc["evaluators"]:
+        if record["status"] != "ok":
+            print(f"evaluator {record['id']} ({record['model']}) failed: {record['error']}", file=sys.stderr)
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    if args.md:
+        Path(args.md).write_text(markdown(doc), encoding="utf-8")
+    if not doc["parsed"]:
+        print("error: no evaluator's reply could be parsed, so there are no scores"
+              + (f"; nothing appended to {args.csv}" if args.csv else ""), file=sys.stderr)
+        return EXIT_PROVIDER
+    if args.csv:
+        append_csv(args.csv, doc)
+    return EXIT_OK
+
+
+def append_csv(path: str, doc: dict[str, Any]) -> None:
+    """One row per evaluated debate with the averages; the header only when the file is new or empty."""
+    import csv
+
+    target = Path(path)
+    new = not target.exists() or target.stat().st_size == 0
+    with target.open("a", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        if new:
+            writer.writerow(["evaluated_at", "source", "problem", "evaluators", "parsed", *doc["criteria"]])
+        writer.writerow([doc["evaluated_at"], doc["source"], doc["problem"], len(doc["evaluators"]), doc["parsed"],
+                         *(doc["averages"][c] for c in doc["criteria"])])
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The scores as a table (one column per evaluator, then the average), then every justification."""
+    from debate_engine.app.evaluate import CRITERIA
+
+    records = doc["evaluators"]
+    head = [f"{r['id']} (`{r['model']}`)" for r in records]
+    lines = ["# Evaluation", "", f"Debate: {doc['source']}: {doc['problem']}", "",
+             "| criterion | " + " | ".join([*head, "average"]) + " |", "|---" * (len(records) + 2) + "|"]
+    for name, label in CRITERIA.items():
+        cells = [str(r["criteria"][name]["score"]) if r["status"] == "ok" else "failed" for r in records]
+        average = doc["averages"][name]
+        lines.append(f"| {label} | " + " | ".join([*cells, "n/a" if average is None else f"{average:.2f}"]) + " |")
+    failed = [r for r in records if r["status"] != "ok"]
+    if failed:
+        lines += ["", "Failed evaluators (left out of the averages):", ""]
+        lines += [f"- {r['id']} (`{r['model']}`): {r['error']}" for r in failed]
+    for record in records:
+        if record["status"] == "ok":
+            lines += ["", f"## {record['id']} (`{record['model']}`)", ""]
+            lines += [f"- **{label}** ({record['criteria'][name]['score']}/10): "
+                      f"{' '.join(record['criteria'][name]['justification'].split())}"
+                      for name, label in CRITERIA.items()]
+    return "\n".join(lines) + "\n"

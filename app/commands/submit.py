@@ -1,0 +1,221 @@
+"""``debate submit``: queue debates for ``debate worker`` and print their thread ids (PostgreSQL only).
+
+One problem (the argument or ``--problem-file``) or many (``--problems FILE``,
+JSON Lines: ``{"problem": "...", "thread_id": "optional", "rounds": 3, ...}``
+where any ``Context`` field, or ``config``, overrides the run options). Every
+line is resolved as the debate's setup will resolve it before anything is
+queued: one bad line queues nothing. Submitting the thread of an unfinished
+(failed, stopped) debate queues its continuation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from debate_engine.app.commands.run import add_run_options, checked_context, context_fields, problem_of
+from debate_engine.app.errors import EXIT_OK, UserError
+from debate_engine.app.outputs import add_db, db_of
+
+FIXED = ("problem", "thread_id", "config")
+"""Keys of a line besides the ``Context`` fields (``config`` is the config file, like ``--config``)."""
+
+
+@dataclass
+class Entry:
+    """One debate to queue; ``line`` is 0 for the command line's own problem."""
+
+    line: int
+    thread_id: str
+    problem: str
+    context: dict[str, Any]
+
+
+def register(sub: Any) -> None:
+    submit = sub.add_parser("submit", help="queue debates for `debate worker` and print their thread ids")
+    add_run_options(submit)
+    submit.add_argument("--problems", metavar="FILE", help='JSON Lines, one debate a line: {"problem": "...", '
+                        '"thread_id": "optional", ...any run setting, e.g. "rounds": 3}')
+    add_db(submit)
+
+
+def main(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from debate_engine.app.queue import require_postgres
+
+    db = db_of(args)
+    require_postgres(db, "submit")
+    entries = entries_of(args)
+    asyncio.run(_submit(db, entries))
+    for entry in entries:
+        print(entry.thread_id)
+    print(f"queued {len(entries)} debate(s); `debate worker` runs them, `debate jobs --wait` follows them",
+          file=sys.stderr)
+    return EXIT_OK
+
+
+def new_thread_id() -> str:
+    return f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def entries_of(args: argparse.Namespace) -> list[Entry]:
+    """What to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
+    from debate_engine.graph.context import Context
+
+    base = context_fields(args)
+    if args.problems:
+        if args.problem or args.problem_file:
+            raise UserError("give one PROBLEM (or --problem-file) or --problems FILE, not both")
+        if args.thread_id:
+            raise UserError('--thread-id names one debate; with --problems put "thread_id" on each line')
+        path = Path(args.problems)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(f"cannot read --problems {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        return parse_problems(text, base, path.resolve().parent)
+    # A thread's id alone continues its stored debate; the check against the database comes later.
+    problem = problem_of(args) if (args.problem or args.problem_file or not args.thread_id) else ""
+    checked_context(Context(**base))
+    return [Entry(0, args.thread_id or new_thread_id(), problem, _compact(base))]
+
+
+def parse_problems(text: str, base: dict[str, Any], folder: Path) -> list[Entry]:
+    """Every line of a JSON Lines file as an entry; any bad line raises ConfigError naming them all."""
+    from debate_engine.graph.config import ConfigError
+
+    entries: list[Entry] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        entry, errors = parse_line(number, raw, base, folder)
+        if entry and entry.thread_id in seen:
+            errors = [f"line {number}: thread_id: {entry.thread_id!r} is also on line {seen[entry.thread_id]}"]
+        problems += errors
+        if entry and not errors:
+            seen[entry.thread_id] = number
+            entries.append(entry)
+    if problems:
+        raise ConfigError([*problems, "nothing was queued"])
+    if not entries:
+        raise UserError('the --problems file holds no debates; write one {"problem": "..."} per line')
+    return entries
+
+
+def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path) -> tuple[Entry | None, list[str]]:
+    """One line: its entry, or the problems found (each naming the line and the field)."""
+    at = f"line {number}: "
+    try:
+        item = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return None, [f"{at}not valid JSON ({exc.msg} at column {exc.colno})"]
+    if not isinstance(item, dict):
+        return None, [f'{at}expected a JSON object such as {{"problem": "..."}}']
+    errors, fields = _line_fields(item, folder)
+    problem, thread = item.get("problem"), item.get("thread_id")
+    if not isinstance(problem, str) or not problem.strip():
+        errors.insert(0, "problem: required, a non-empty string")
+    if thread is not None and (not isinstance(thread, str) or not thread.strip()):
+        errors.append(f"thread_id: {thread!r} is not a non-empty string")
+    if not errors:
+        errors = _resolve_problems({**base, **fields})
+    if errors:
+        return None, [at + e for e in errors]
+    return Entry(number, thread.strip() if thread else new_thread_id(), problem.strip(), _compact({**base, **fields})), []
+
+
+def _line_fields(item: dict[str, Any], folder: Path) -> tuple[list[str], dict[str, Any]]:
+    """The line's settings as ``Context`` fields, and the keys that are not settings."""
+    import dataclasses
+
+    from debate_engine.graph.context import Context
+
+    known = {f.name for f in dataclasses.fields(Context)}
+    errors = [f"{key}: unknown setting; use one of {', '.join(sorted(known | set(FIXED)))}"
+              for key in item if key not in known and key not in FIXED]
+    fields = {k: v for k, v in item.items() if k in known}
+    config = item.get("config", item.get("config_file"))
+    if "config" in item and "config_file" in item:
+        errors.append("config: give config or config_file, not both")
+    elif config is not None:
+        path = folder / config if isinstance(config, str) and config else None
+        if path is None or not path.is_file():
+            errors.append(f"config: {config!r} is not a file (a relative path starts at the --problems file's folder)")
+        else:
+            fields["config_file"] = str(path.resolve())
+    return errors, fields
+
+
+def _resolve_problems(fields: dict[str, Any]) -> list[str]:
+    """Resolve the settings as the debate's setup will; the problems found, field first."""
+    from debate_engine.graph.config import ConfigError
+    from debate_engine.graph.context import Context
+    from debate_engine.memory.budget import BudgetError
+    from debate_engine.providers.factory import ModelConfigError
+
+    try:
+        checked_context(Context(**fields))
+    except (ConfigError, ModelConfigError, BudgetError) as exc:
+        return list(getattr(exc, "problems", None) or [str(exc)])
+    return []
+
+
+def _compact(fields: dict[str, Any]) -> dict[str, Any]:
+    """The settings that differ from a default ``Context``: what the job carries."""
+    import dataclasses
+
+    from debate_engine.graph.context import Context
+
+    defaults = dataclasses.asdict(Context())
+    return {k: v for k, v in fields.items() if v != defaults.get(k)}
+
+
+async def _submit(db: str, entries: list[Entry]) -> None:
+    from procrastinate.exceptions import AlreadyEnqueued
+
+    from debate_engine.app.queue import new_job, open_queue
+
+    async with open_queue(db) as (app, saver):
+        await _check_threads(app, saver, entries)
+        try:
+            await app.job_manager.batch_defer_jobs_async([new_job(e.thread_id, e.problem, e.context)
+                                                          for e in entries])
+        except AlreadyEnqueued:
+            raise UserError("another submit queued one of these threads just now; nothing was queued") from None
+
+
+async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
+    """Refuse finished, queued or running threads and a new problem on a stored thread; nothing is queued."""
+    from debate_engine.app.persistence import status_of
+    from debate_engine.app.queue import QUEUE
+    from debate_engine.graph.config import ConfigError
+
+    rows = await app.connector.execute_query_all_async(
+        "SELECT lock, status::text AS status FROM procrastinate_jobs WHERE queue_name = %(queue)s "
+        "AND lock = ANY(%(locks)s) AND status IN ('todo', 'doing')",
+        queue=QUEUE, locks=[e.thread_id for e in entries])
+    busy = {r["lock"]: "queued" if r["status"] == "todo" else "running" for r in rows}
+    problems = []
+    for entry in entries:
+        at = f"line {entry.line}: thread_id: " if entry.line else "--thread-id: "
+        status, _ = await status_of(saver, entry.thread_id)
+        if entry.thread_id in busy:
+            problems.append(f"{at}{entry.thread_id} is already {busy[entry.thread_id]}; see `debate jobs`")
+        elif status and status.get("phase") == "done":
+            problems.append(f"{at}{entry.thread_id} already holds a finished debate; see `debate show`")
+        elif status and entry.problem and entry.problem != status.get("problem", "").strip():
+            problems.append(f"{at}{entry.thread_id} holds another problem; submit its thread id alone to "
+                            "continue it, or use a new thread id")
+        elif not status and not entry.problem:
+            problems.append(f"{at}{entry.thread_id} holds no debate; give its PROBLEM")
+    if problems:
+        raise ConfigError([*problems, "nothing was queued"])

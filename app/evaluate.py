@@ -1,0 +1,294 @@
+"""``debate eval``: evaluator agents score a finished debate's solution by a rubric.
+
+Each evaluator gets the rubric (``prompts/phases/evaluate.md``), the problem,
+the clarifications, the debate (verbatim when it fits, else the judge's
+summary and the newest turns) and the solution, all within its model's
+budget, and answers through a tool call whose arguments are one
+:class:`Evaluation`. A reply that does not parse marks that evaluator failed;
+it never counts in the averages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from debate_engine.graph.config_file import AgentEntry, ConfigError, load_config
+from debate_engine.memory import (
+    JUDGE_ID,
+    BudgetError,
+    count_messages,
+    count_tokens,
+    latest_summaries,
+    make_budget,
+    truncate_to_tokens,
+    usage_of,
+)
+from debate_engine.prompts import load_prompt, read_prompt_file, render
+from debate_engine.providers.errors import is_provider_error
+from debate_engine.providers.factory import (
+    ModelConfigError,
+    chat_model,
+    context_window,
+    default_model,
+    parse_spec,
+    provider_of,
+    spec_from_config,
+)
+from debate_engine.providers.secrets import redact
+
+CRITERIA = {
+    "functional_completeness": "functional completeness",
+    "performance_scalability": "performance and scalability",
+    "security": "security",
+    "maintainability": "maintainability",
+    "regulatory_compliance": "regulatory compliance",
+    "testability": "testability",
+    "overall": "overall",
+}
+"""Field name: label, in the order of the rubric."""
+SYSTEM_PROMPT = ("You are an impartial senior reviewer of software designs. You score strictly by the rubric "
+                 "you are given, and every score rests on evidence in the solution.")
+EVAL_OUTPUT_TOKENS = 1024
+"""Most tokens reserved for an evaluator's answer (seven justifications and scores), at most a quarter of its window."""
+EVAL_TIMEOUT_S = 300.0
+MIN_MATERIAL = 200
+"""Fewest tokens left for problem, debate and solution after the rubric: below, the evaluator cannot judge."""
+DEBATE_KINDS = ("proposal", "critique", "refinement", "message")
+JUSTIFICATION_CHARS = 240
+"""Advised in the tool schema, not enforced on parsing: a grammar-constrained server (the embedded model's)
+closes each justification there, so seven of them and the scores fit the output reserve."""
+
+
+def _score_schema(schema: dict[str, Any]) -> None:
+    """Scores as an enum of 1..10: grammar-constrained servers honour enums, not minimum and maximum."""
+    schema.pop("minimum", None)
+    schema.pop("maximum", None)
+    schema["enum"] = list(range(1, 11))
+
+
+def _fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, label in CRITERIA.items():
+        fields[f"{name}_justification"] = (str, Field(
+            description=f"Evidence for the {label} score, one to three sentences.",
+            json_schema_extra={"minLength": 20, "maxLength": JUSTIFICATION_CHARS}))
+        fields[name] = (int, Field(ge=1, le=10, description=f"{label.capitalize()}: 1 to 10 by the rubric.",
+                                   json_schema_extra=_score_schema))
+    return fields
+
+
+Evaluation: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "Evaluation", __doc__="Score the solution on every criterion.", **_fields()
+)
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    """One evaluator as configured: its models (fallbacks after the first) and its budget."""
+
+    id: str
+    models: tuple[str, ...]
+    temperature: float
+    context_window: int
+    max_output_tokens: int
+    system_prompt: str
+
+
+def evaluators_of(config: str | None, model: str | None) -> list[Evaluator]:
+    """The config's enabled ``evaluators`` (all on ``model`` when given), else one on ``model`` or the default."""
+    entries = [e for e in (load_config(config).evaluators if config else []) if e.enabled]
+    if not entries:
+        entries = [AgentEntry(id="evaluator", temperature=0.2)]
+    out, problems, seen = [], [], set()
+    for i, entry in enumerate(entries):
+        where = f"evaluators[{i}]"
+        ident = entry.id or f"evaluator{i + 1}"
+        if ident in seen:
+            problems.append(f"{where}.id: {ident!r} is used twice; give each evaluator a unique id")
+        seen.add(ident)
+        specs = (model or spec_from_config(entry.model, entry.provider) or default_model(),
+                 *(entry.fallback_models or []))
+        try:
+            for spec in specs:
+                parse_spec(spec)
+            window = context_window(specs[0], entry.context_window)
+            output = entry.max_output_tokens or min(EVAL_OUTPUT_TOKENS, window // 4)
+            make_budget(window, output)
+        except (ModelConfigError, BudgetError) as exc:
+            problems.append(f"{where} ({ident}): {exc}")
+            continue
+        system = read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}") or SYSTEM_PROMPT
+        out.append(Evaluator(ident, specs, entry.temperature, window, output, system))
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+def schema_tokens() -> int:
+    """Tokens of the tool definition sent with every evaluation: part of the prompt."""
+    return count_tokens(json.dumps(convert_to_openai_tool(Evaluation)))
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    on = f" on {turn['target']}" if turn.get("target") else ""
+    return f"[round {turn['round']}] {turn['kind']} by {turn['speaker']}{on}:\n{turn['content']}"
+
+
+def debate_material(values: dict[str, Any], limit: int) -> str:
+    """The debate within ``limit`` tokens: verbatim when it fits, else the summaries and the newest turns."""
+    turns = [t for t in values.get("transcript", []) if t["kind"] in DEBATE_KINDS]
+    whole = "\n\n".join(_turn_text(t) for t in turns) or "(no turns)"
+    if count_tokens(whole) <= limit:
+        return whole
+    log = values.get("summary_log", [])
+    found = latest_summaries(log, [JUDGE_ID]) or latest_summaries(log, {t["speaker"] for t in turns})
+    head, rest = "", turns
+    if found:
+        through = min(r["through"] for r in found.values())
+        head = "\n\n".join(f"Summary of the debate as {r['agent_id']} saw it, up to turn {r['through']}:\n{r['text']}"
+                           for r in found.values())
+        head = truncate_to_tokens(head, limit // 2)
+        rest = [t for t in turns if t["seq"] >= through]
+    room = limit - count_tokens(head) - 24
+    kept: list[str] = []
+    for turn in reversed(rest):
+        text = _turn_text(turn)
+        if count_tokens(text) + 2 > room:
+            break
+        kept.insert(0, text)
+        room -= count_tokens(text) + 2
+    left_out = len(rest) - len(kept)
+    note = f"[{left_out} earlier turns left out to fit the window]" if left_out else ""
+    return "\n\n".join(p for p in (head, note, *kept) if p)
+
+
+def _clarifications(values: dict[str, Any]) -> str:
+    turns = [t for t in values.get("transcript", []) if t["kind"] == "clarification"]
+    return "\n\n".join(f"{t['speaker']}:\n{t['content']}" for t in turns) or "(none)"
+
+
+def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str, int]:
+    """System and user prompt within the evaluator's budget, and their tokens (the tool schema included)."""
+    from debate_engine.nodes.synthesize import render_solution
+
+    total = make_budget(evaluator.context_window, evaluator.max_output_tokens).total
+    template, system = load_prompt("phases/evaluate"), evaluator.system_prompt
+    fixed = count_messages(system, render(template, problem="", clarifications="", debate="", solution=""))
+    room = total - fixed - schema_tokens() - 16
+    if room < MIN_MATERIAL:
+        raise BudgetError(f"evaluator {evaluator.id}: a window of {evaluator.context_window} tokens with "
+                          f"{evaluator.max_output_tokens} reserved for the answer leaves {room} for the debate after "
+                          "the rubric; raise its contextWindow or lower its maxOutputTokens")
+    parts = {"problem": truncate_to_tokens(values.get("problem", ""), room // 6),
+             "solution": truncate_to_tokens(render_solution(values["solution"]), room * 2 // 5),
+             "clarifications": truncate_to_tokens(_clarifications(values), room // 10)}
+    left = room - sum(count_tokens(p) for p in parts.values())
+    parts["debate"] = debate_material(values, left)
+    user = render(template, **parts)
+    while (used := count_messages(system, user) + schema_tokens()) > total and parts["debate"]:  # joins re-tokenize
+        parts["debate"] = truncate_to_tokens(parts["debate"], count_tokens(parts["debate"]) - (used - total) - 4)
+        user = render(template, **parts)
+    return system, user, used
+
+
+def _from_text(text: str) -> BaseModel:
+    """An evaluation written as JSON in the reply's text (models that answer without a tool call)."""
+    found = re.search(r"\{.*\}", text or "", re.S)
+    if not found:
+        raise ValueError("the reply holds no JSON object")
+    return Evaluation.model_validate_json(found.group(0))
+
+
+async def _ask(spec: str, evaluator: Evaluator, system: str, user: str) -> tuple[Any, BaseModel | None, str | None]:
+    """One evaluator call on one model: the raw message, the parsed evaluation or the parsing error."""
+    model = chat_model(spec, temperature=evaluator.temperature, max_tokens=evaluator.max_output_tokens,
+                       timeout_s=EVAL_TIMEOUT_S)
+    messages = [SystemMessage(system), HumanMessage(user)]
+    try:
+        runnable: Any = model.with_structured_output(Evaluation, method="function_calling", include_raw=True)
+    except NotImplementedError:  # e.g. fake:structured=false: a plain reply, parsed as JSON if it holds any
+        runnable = model | RunnableLambda(lambda m: {"raw": m, "parsed": None, "parsing_error": None})
+    try:
+        out: dict[str, Any] = await asyncio.wait_for(runnable.ainvoke(messages), EVAL_TIMEOUT_S)
+    except TimeoutError:
+        raise TimeoutError(f"no answer within {EVAL_TIMEOUT_S:.0f} s") from None
+    raw, parsed = out.get("raw"), out.get("parsed")
+    if parsed is not None:
+        return raw, parsed, None
+    try:
+        return raw, _from_text(getattr(raw, "text", "")), None
+    except (ValueError, ValidationError):
+        pass
+    usage = usage_of(raw) or {"output_tokens": 0}
+    if _cut(raw) or usage["output_tokens"] >= evaluator.max_output_tokens:
+        return raw, None, f"the reply stopped at the output limit ({evaluator.max_output_tokens} tokens) unfinished"
+    why = out.get("parsing_error") or "no tool call, and no JSON in its text"
+    return raw, None, redact(f"the reply could not be parsed: {why}")[:500]
+
+
+def _cut(raw: Any) -> bool:
+    return (getattr(raw, "response_metadata", None) or {}).get("finish_reason") == "length"
+
+
+async def evaluate_one(evaluator: Evaluator, prompt: tuple[str, str, int], local: asyncio.Semaphore) -> dict[str, Any]:
+    """One evaluator's record: ``ok`` with its criteria, or ``failed`` with the reason."""
+    system, user, prompt_tokens = prompt
+    record: dict[str, Any] = {"id": evaluator.id, "model": evaluator.models[0], "status": "failed", "error": None,
+                              "criteria": {}, "prompt_tokens": prompt_tokens, "usage": None, "latency_ms": 0,
+                              "truncated": False}
+    for spec in evaluator.models:
+        try:
+            async with local if provider_of(spec) == "local" else contextlib.nullcontext():
+                started = time.perf_counter()  # model time, without the wait for the embedded server
+                raw, parsed, error = await _ask(spec, evaluator, system, user)
+        except Exception as exc:
+            if not is_provider_error(exc):
+                raise
+            record["error"] = redact(f"{spec}: {type(exc).__name__}: {exc}")[:500]
+            continue
+        record.update(model=spec, usage=usage_of(raw), latency_ms=int((time.perf_counter() - started) * 1000),
+                      truncated=_cut(raw), error=error)
+        if parsed is not None:
+            data = parsed.model_dump()
+            record["status"] = "ok"
+            record["criteria"] = {c: {"score": data[c], "justification": data[f"{c}_justification"]}
+                                  for c in CRITERIA}
+        return record
+    return record
+
+
+def averages(records: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The mean score per criterion over the evaluators that parsed (None when none did)."""
+    ok = [r for r in records if r["status"] == "ok"]
+    return {c: round(sum(r["criteria"][c]["score"] for r in ok) / len(ok), 2) if ok else None for c in CRITERIA}
+
+
+async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: str) -> dict[str, Any]:
+    """Every evaluator at once (the embedded model one at a time), and the averages.
+
+    Every prompt is built first, so a window too small for the rubric stops the command before any call.
+    """
+    prompts = [build_prompt(values, e) for e in evaluators]
+    local = asyncio.Semaphore(1)
+    records = list(await asyncio.gather(*(evaluate_one(e, p, local) for e, p in zip(evaluators, prompts, strict=True))))
+    return {
+        "source": source,
+        "problem": (values.get("problem", "").strip().splitlines() or [""])[0][:200],
+        "evaluated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "criteria": list(CRITERIA),
+        "evaluators": records,
+        "averages": averages(records),
+        "parsed": sum(r["status"] == "ok" for r in records),
+        "failed": sum(r["status"] != "ok" for r in records),
+    }

@@ -1,0 +1,208 @@
+"""Progress on stderr: phase lines by default, each call with -v, a live line only on a terminal, one summary line."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from debate_engine import Context, compile_debate
+from debate_engine.app.cli import main
+from debate_engine.app.outputs import _parse_env
+from debate_engine.app.progress import CLEAR, Progress, expected_calls, summary_line
+from tests.support.openai_server import OpenAIServer
+
+
+class Terminal(io.StringIO):
+    """stderr as a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def streamed(agents: str, rounds: int, model: str = "fake") -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The custom events and final values of a real debate."""
+    graph = compile_debate()
+    config = {"configurable": {"thread_id": "p"}}
+    events = list(graph.stream({"problem": "Design a cache"}, config, stream_mode="custom",
+                               context=Context(model=model, agents=agents, rounds=rounds)))
+    return events, dict(graph.get_state(config).values)
+
+
+@pytest.fixture(scope="module")
+def three_by_two() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    return streamed("architect,performance,security", 2)
+
+
+def feed(progress: Progress, events: list[dict[str, Any]]) -> None:
+    for event in events:
+        progress.show(event)
+
+
+def test_expected_calls_by_hand() -> None:
+    assert expected_calls(3, 2) == 3 + 2 * (3 * 2 + 3) + 1 == 22
+    assert expected_calls(1, 3) == 1 + 3 * 1 + 1 == 5  # one agent: no critiques
+    assert expected_calls(2, 1) == 2 + 1 * (2 + 2) + 1 == 7
+    assert expected_calls(0, 5) == 0
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(agents=st.integers(min_value=1, max_value=3), rounds=st.integers(min_value=1, max_value=3))
+def test_expected_calls_is_what_a_debate_makes(agents: int, rounds: int) -> None:
+    _, values = streamed(",".join(["architect", "kiss", "testing"][:agents]), rounds)
+    assert len(values["transcript"]) == expected_calls(agents, rounds)
+
+
+def test_by_default_one_line_per_phase_and_nothing_live_off_a_terminal(three_by_two: Any) -> None:
+    events, _ = three_by_two
+    out = io.StringIO()
+    feed(Progress(stream=out), events)
+    assert out.getvalue().splitlines() == [
+        "agents: architect, performance, security; 2 round(s)",
+        "[round 1/2] propose", "[round 1/2] critique", "[round 1/2] refine",
+        "[round 2/2] critique", "[round 2/2] refine", "[round 2/2] synthesize",
+    ]
+    assert "\r" not in out.getvalue() and "\033" not in out.getvalue()
+
+
+def test_verbose_shows_each_call_as_it_ends(three_by_two: Any) -> None:
+    events, values = three_by_two
+    out = io.StringIO()
+    feed(Progress(verbose=True, stream=out), events)
+    done = [line for line in out.getvalue().splitlines() if " done, " in line]
+    assert len(done) == len(values["transcript"]) == 22
+    critiques = [line.strip() for line in done if "critique done" in line]
+    assert len(critiques) == 2 * 6 and critiques[0].split(":")[0].split(" on ")[0] in ("architect", "performance",
+                                                                                     "security")
+
+
+def test_on_a_terminal_a_live_line_counts_calls_and_tokens(three_by_two: Any) -> None:
+    events, _ = three_by_two
+    tokens = sum(e["tokens"] + e["prompt_tokens"] for e in events if e["event"] == "contribution")
+    screen = Terminal()
+    progress = Progress(stream=screen)
+    feed(progress, events)
+    text = screen.getvalue()
+    last = text.rsplit(CLEAR, 1)[1]
+    assert last == f"synthesize · round 2/2 · calls 22/22 · {tokens} tokens"
+    assert re.search(r"critique · round 1/2 · calls \d+/22", text)
+    assert "[round 2/2] synthesize\n" in text, "phase lines still print above the live line"
+    progress.close()
+    assert screen.getvalue().endswith(CLEAR), "the live line is erased at the end"
+
+
+def test_quiet_writes_nothing_even_on_a_terminal(three_by_two: Any) -> None:
+    events, values = three_by_two
+    screen = Terminal()
+    progress = Progress(quiet=True, verbose=True, stream=screen)
+    feed(progress, events)
+    progress.finish(values)
+    assert screen.getvalue() == ""
+
+
+def test_the_summary_line_counts_this_run_only(three_by_two: Any) -> None:
+    _, values = three_by_two
+    turns = values["transcript"]
+    prompt = sum(t["usage"]["input_tokens"] for t in turns)
+    completion = sum(t["usage"]["output_tokens"] for t in turns)
+    assert summary_line(values, 1.5) == (f"took 1.5 s: 22 model calls, {prompt + completion} tokens "
+                                         f"({prompt} prompt + {completion} completion)")
+    before = {**values, "transcript": turns[:9], "summary_log": []}
+    later = sum(t["usage"]["input_tokens"] + t["usage"]["output_tokens"] for t in turns[9:])
+    assert summary_line(values, 75, before).startswith(f"took 1 min 15 s: 13 model calls, {later} tokens")
+
+
+def test_a_resumed_progress_starts_from_the_stored_debate(three_by_two: Any) -> None:
+    _, values = three_by_two
+    progress = Progress(stream=io.StringIO())
+    progress.resume({**values, "transcript": values["transcript"][:5], "summary_log": [],
+                     "status": {**values["status"], "phase": "propose", "round": 1}})
+    assert (progress.calls, progress.total, progress.phase, progress.round) == (5, 22, "propose", 1)
+
+
+# --------------------------------------------------------------------------- through the command line
+
+
+def run(tmp_path: Path, *extra: str) -> list[str]:
+    return ["run", "--model", "fake", "--rounds", "1", "--agents", "kiss,testing", "--db", str(tmp_path / "d.sqlite"),
+            *extra, "Design a cache"]
+
+
+def test_the_run_is_concise_by_default_and_ends_with_one_summary_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "s.json"
+    assert main(run(tmp_path, "--output", str(out))) == 0
+    err = capsys.readouterr().err.splitlines()
+    turns = json.loads(out.read_text())["transcript"]
+    tokens = sum(t["usage"]["input_tokens"] + t["usage"]["output_tokens"] for t in turns)
+    assert [line for line in err if " done, " in line] == []
+    assert err[-1].startswith("took ") and err[-1].endswith(f": 7 model calls, {tokens} tokens "
+                                                            f"({sum(t['usage']['input_tokens'] for t in turns)} "
+                                                            f"prompt + {sum(t['usage']['output_tokens'] for t in turns)}"
+                                                            " completion)")
+    assert sum(line.startswith("took ") for line in err) == 1
+
+    assert main(run(tmp_path, "-v")) == 0
+    assert len([line for line in capsys.readouterr().err.splitlines() if " done, " in line]) == 7
+    assert main(run(tmp_path, "--quiet")) == 0
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("debate "), "--quiet: no summary line"
+
+
+@pytest.mark.parametrize("suffix", [".md", ".txt"])
+def test_output_with_a_text_name_writes_the_solution(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    text = tmp_path / f"solution{suffix}"
+    assert main(run(tmp_path, "--quiet", "--output", str(text))) == 0
+    printed = capsys.readouterr().out
+    assert text.read_text() == printed, "the file holds the solution the run printed"
+    assert printed.strip() and not printed.lstrip().startswith("{")
+
+
+def test_env_file_keys_reach_the_provider_and_are_never_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In a fresh process, as a user runs it (and so no model client outlives this test's event loop)."""
+    secret = "sk-from-env-file-0123456789"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEBATE_MODEL")}
+    with OpenAIServer(words=20) as server:
+        keys = tmp_path / "keys.env"
+        keys.write_text(f"# keys\nexport OPENAI_API_KEY='{secret}'\nOPENAI_BASE_URL={server.base_url}\n")
+        result = subprocess.run(
+            [sys.executable, "-m", "debate_engine.app.cli", "run", "--model", "openai:test-model", "--agents", "kiss",
+             "--rounds", "1", "-v", "--db", str(tmp_path / "d.sqlite"), "--env-file", str(keys), "p"],
+            capture_output=True, text=True, timeout=120, env={**env, "OPENAI_API_KEY": ""})
+        assert result.returncode == 0, result.stderr
+        assert server.requests and all(r["headers"]["authorization"] == f"Bearer {secret}" for r in server.requests)
+    assert secret not in result.stdout + result.stderr
+    assert main(["run", "--model", "fake", "--env-file", str(tmp_path / "none.env"), "p"]) == 2
+    assert "--env-file" in capsys.readouterr().err
+
+
+def test_a_variable_already_set_wins_over_the_env_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from debate_engine.app.outputs import load_env_file
+
+    env = tmp_path / "keys.env"
+    env.write_text("DEBATE_MODEL=local:smollm2\nDEBATE_TEST_ONLY=yes\n")
+    monkeypatch.setenv("DEBATE_TEST_ONLY", "")
+    assert load_env_file(str(env)) == ["DEBATE_TEST_ONLY"]
+    assert os.environ["DEBATE_MODEL"] == "fake" and os.environ["DEBATE_TEST_ONLY"] == "yes"
+
+
+def test_the_small_env_parser_reads_what_python_dotenv_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "# comment\nA=1\nexport B='two words'\nC=\"quoted # not a comment\"\nD=plain # a comment\n\nE=\n"
+    expected = {"A": "1", "B": "two words", "C": "quoted # not a comment", "D": "plain", "E": ""}
+    pytest.importorskip("dotenv")
+    assert _parse_env(text) == expected
+    monkeypatch.setitem(sys.modules, "dotenv", None)  # as if python-dotenv were not installed
+    assert _parse_env(text) == expected
