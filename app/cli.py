@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from importlib import import_module
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from debate_engine import __version__
 from debate_engine.app.commands import COMMANDS
 from debate_engine.app.errors import (
+    EXIT_BROKEN_PIPE,
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_PROVIDER,
@@ -44,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
+    except BrokenPipeError:  # stdout closed early (`debate list | head`): the debate itself is saved
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # every failure becomes a named message and an exit code
         return _failure(exc, args)
 

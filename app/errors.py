@@ -11,6 +11,8 @@ EXIT_SUMMARY = 4
 """A summary failed and ``abortOnFailure`` is set."""
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+EXIT_BROKEN_PIPE = 141
+"""Stdout was closed by the reader (``| head``), as a shell reports SIGPIPE."""
 
 
 class UserError(Exception):

@@ -24,6 +24,8 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
         "transcript": values.get("transcript", []),
         "summary_log": values.get("summary_log", []),
         "solution": values.get("solution"),
+        "spend": values.get("spend"),
+        "stopped": values.get("stopped"),
     }
 
 

@@ -35,7 +35,14 @@ def main(args: argparse.Namespace) -> int:
     return run_until_signal(_resume(args))
 
 
+def protocol_of(values: dict[str, Any]) -> str:
+    """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
+    return str((values.get("settings") or {}).get("protocol") or (values.get("context") or {}).get("protocol")
+               or "phases")
+
+
 async def _resume(args: argparse.Namespace) -> int:
+    from debate_engine.app.commands.run import graph_for
     from debate_engine.app.persistence import open_checkpointer, thread_lock
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
@@ -53,6 +60,7 @@ async def _resume(args: argparse.Namespace) -> int:
                 print(f"debate {args.thread} is already finished", file=sys.stderr)
                 return finish(snapshot.values, args)
             print(f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}", file=sys.stderr)
+            graph = graph_for(protocol_of(snapshot.values), saver)  # the roundtable resumes on its own graph
             progress = Progress(args.quiet, args.verbose)
             progress.resume(snapshot.values)
             try:

@@ -16,6 +16,12 @@ from debate_engine.app.outputs import add_db, add_outputs, add_progress, check_o
 def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run a new debate")
     add_run_options(run)
+    run.add_argument("--protocol", choices=["phase", "roundtable"], default="phase",
+                     help="phase: propose, critique, refine per round (default); roundtable: one speaker per turn")
+    run.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
+    run.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
+    run.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
+    run.add_argument("--dry-run", action="store_true", help="print the projected tokens and cost; call no model")
     add_progress(run)
     add_outputs(run)
     add_db(run)
@@ -37,6 +43,8 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: no limit)")
     run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
     run.add_argument("--no-summary", action="store_true", help="never summarize")
+    run.add_argument("--max-tokens", type=int, help="spend cap: most prompt + completion tokens over every call")
+    run.add_argument("--max-cost", type=float, help="spend cap in US dollars (priced with genai-prices)")
 
 
 def problem_of(args: argparse.Namespace) -> str:
@@ -57,9 +65,15 @@ def problem_of(args: argparse.Namespace) -> str:
 
 def context_of(args: argparse.Namespace) -> Any:
     """The run's context from the flags, resolved once here so every mistake shows before any call."""
-    from debate_engine.graph.context import Context
+    from debate_engine.graph.context import Context, RoundtableContext
 
-    return checked_context(Context(**context_fields(args)))
+    fields = context_fields(args)
+    if getattr(args, "protocol", "phase") == "roundtable":
+        return checked_context(RoundtableContext(**fields, turns=args.turns, order=args.order or "",
+                                                 summary_every=args.summary_every))
+    if getattr(args, "turns", None) or getattr(args, "order", None) or getattr(args, "summary_every", None):
+        raise UserError("--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable")
+    return checked_context(Context(**fields))
 
 
 def context_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -71,7 +85,7 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
         config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
         max_output_tokens=args.max_output_tokens, context_window=args.context_window,
         max_concurrency=args.max_concurrency, summary_method=args.summary_method or "",
-        summarize=False if args.no_summary else None,
+        summarize=False if args.no_summary else None, max_tokens=args.max_tokens, max_cost=args.max_cost,
     )
 
 
@@ -94,6 +108,11 @@ def main(args: argparse.Namespace) -> int:
     problem = problem_of(args)
     check_outputs(args)
     context = context_of(args)
+    if args.dry_run:
+        from debate_engine.app.estimate import estimate, render_estimate
+
+        print(render_estimate(estimate(context, problem)))
+        return 0
     args.thread_id = args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     return run_until_signal(_run(args, problem, context))
 
@@ -102,11 +121,11 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
     from debate_engine.app.persistence import open_checkpointer, thread_lock
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
-    from debate_engine.graph.builder import compile_debate
+    from debate_engine.graph.context import context_dict
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:
-        graph = compile_debate(checkpointer=saver)
+        graph = graph_for(context, saver)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         with thread_lock(db, args.thread_id):
             if (await graph.aget_state(config)).values:
@@ -115,9 +134,21 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
             print(f"debate {args.thread_id}", file=sys.stderr)
             progress = Progress(args.quiet, args.verbose)
             try:
-                snapshot = await drive(graph, {"problem": problem}, config, context, progress)
+                # The settings travel with the input too: a stop before setup finishes resumes with them.
+                payload = {"problem": problem, "context": context_dict(context)}
+                snapshot = await drive(graph, payload, config, context, progress)
             finally:
                 progress.close()
     code = finish(snapshot.values, args)
     progress.finish(snapshot.values)
     return code
+
+
+def graph_for(context_or_protocol: Any, saver: Any) -> Any:
+    """The phase debate or the roundtable, compiled on ``saver``."""
+    from debate_engine.graph.builder import compile_debate
+    from debate_engine.graph.context import RoundtableContext
+    from debate_engine.graph.roundtable import compile_roundtable
+
+    roundtable = isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable"
+    return (compile_roundtable if roundtable else compile_debate)(checkpointer=saver)
