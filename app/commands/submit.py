@@ -130,6 +130,7 @@ def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path) -> tup
         errors = _resolve_problems({**base, **fields})
     if errors:
         return None, [at + e for e in errors]
+    assert isinstance(problem, str)  # checked above: a line without one has returned its errors
     return Entry(number, thread.strip() if thread else new_thread_id(), problem.strip(), _compact({**base, **fields})), []
 
 
