@@ -39,7 +39,8 @@ def test_run_writes_the_whole_debate_as_json(tmp_path: Path, capsys: pytest.Capt
     assert main(args) == 0
     captured = capsys.readouterr()
     state = json.loads(out.read_text())
-    assert set(state) == {"problem", "settings", "agents", "judge", "status", "transcript", "summary_log", "solution"}
+    assert set(state) == {"problem", "settings", "agents", "judge", "status", "transcript", "summary_log", "solution",
+                          "spend", "stopped"}
     assert state["problem"] == "Design a rate limiter"
     per_round = Counter((t["round"], t["kind"]) for t in state["transcript"])
     assert per_round == Counter({(1, "proposal"): 3, (1, "critique"): 6, (1, "refinement"): 3,
@@ -109,9 +110,10 @@ def test_list_show_and_report_a_finished_debate(tmp_path: Path, capsys: pytest.C
     db = tmp_path / "d.sqlite"
     assert main(quick(db)) == 0
     rows, _ = listing(db, capsys)
-    assert rows[0] == ["thread", "updated", "status", "round", "phase", "turns", "problem"]
+    assert rows[0] == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem"]
     assert len(rows) == 2
-    thread, updated, status, round_, phase, turns, problem = rows[1]
+    thread, updated, status, round_, phase, turns, tokens, cost, problem = rows[1]
+    assert int(tokens) > 0 and cost == "$0.0000"
     assert (thread, status, round_, phase, turns, problem) == ("one", "done", "1/1", "done", "7", "First problem")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", updated)
 

@@ -173,7 +173,8 @@ def list_rows(db: Path) -> dict[str, list[str]]:
     result = cli("list", "--db", str(db))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t") == ["thread", "updated", "status", "round", "phase", "turns", "problem"]
+    assert lines[0].split("\t") == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost",
+                                     "problem"]
     return {cells[0]: cells for cells in (line.split("\t") for line in lines[1:])}
 
 
@@ -231,10 +232,11 @@ def test_sigint_mid_critique_exits_130_lists_interrupted_and_resumes_to_the_same
 
     row = list_rows(db)["k"]
     # status is the last finished phase: propose of round 1 of 2, three turns
-    assert row[2:] == ["interrupted", "1/2", "propose", "3", "p"]
+    assert row[2:6] + row[8:] == ["interrupted", "1/2", "propose", "3", "p"]
+    assert int(row[6]) > 0 and row[7] == "$0.0000"  # the spend so far: the fake model is free
 
     resume_and_check(db, tmp_path / "out.json", reference(SLOW))
-    assert list_rows(db)["k"][2:] == ["done", "2/2", "done", "22", "p"]
+    assert list_rows(db)["k"][2:6] + list_rows(db)["k"][8:] == ["done", "2/2", "done", "22", "p"]
 
 
 # --------------------------------------------------------------------------- 2. SIGTERM and SIGKILL
@@ -352,7 +354,7 @@ def test_a_second_process_on_a_running_thread_is_refused(tmp_path: Path) -> None
         assert "Traceback" not in result.stderr
     assert lister.returncode == 0, list_err
     rows = [line.split("\t") for line in listed.splitlines()[1:]]
-    assert [(r[0], r[2], r[3][-2:], r[6]) for r in rows] == [("k", "running", "/2", "p")]
+    assert [(r[0], r[2], r[3][-2:], r[8]) for r in rows] == [("k", "running", "/2", "p")]
 
 
 # --------------------------------------------------------------------------- 5. property: any stop point

@@ -22,7 +22,7 @@ def main(args: argparse.Namespace) -> int:
     if not rows:
         print("no debates yet; start one with `debate run PROBLEM`", file=sys.stderr)
         return EXIT_OK
-    print("thread\tupdated\tstatus\tround\tphase\tturns\tproblem")
+    print("thread\tupdated\tstatus\tround\tphase\tturns\ttokens\tcost\tproblem")
     for row in rows:
         print("\t".join(row))
     return EXIT_OK
@@ -42,5 +42,6 @@ async def rows_of(db: str) -> list[tuple[str, ...]]:
                      else "running" if thread_busy(db, thread) else "interrupted")
             updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(status["updated_at"]))
             rows.append((thread, updated, state, f"{status['round']}/{status['rounds']}", status["phase"],
-                         str(status["turns"]), status["problem"][:60]))
+                         str(status["turns"]), str(status.get("tokens", 0)), f"${status.get('cost', 0.0):.4f}",
+                         status["problem"][:60]))
     return rows
