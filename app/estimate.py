@@ -19,7 +19,7 @@ WORDS_PER_TOKEN = 0.75
 
 def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
     """Projected tokens and cost per phase and per agent, and whether the debate fits its cap."""
-    from debate_engine.graph.builder import compile_debate
+    from debate_engine.app.commands.run import graph_for
     from debate_engine.graph.config import resolve
     from debate_engine.providers.prices import cost
 
@@ -27,7 +27,7 @@ def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
     profiles = {p["id"]: p for p in (*settings["agents"], settings["judge"])}
     simulated = dataclasses.replace(context, max_tokens=None, max_cost=None, clarify=False,
                                     model=context.model if _all_fake(profiles) else _stand_in(profiles))
-    values = compile_debate().invoke({"problem": problem}, {"configurable": {"thread_id": "dry-run"}},
+    values = graph_for(context, None).invoke({"problem": problem}, {"configurable": {"thread_id": "dry-run"}},
                                      context=simulated)
     spend = values["spend"]
     dollars = {

@@ -102,6 +102,8 @@ def load_env_file(path: str | None) -> list[str]:
         raise UserError(f"--env-file {path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
         raise UserError(f"--env-file {path}: not UTF-8 text") from None
+    except (RuntimeError, ValueError):  # ~nobody/..., a NUL byte
+        raise UserError(f"--env-file {path}: not a path that can be read; give a full path") from None
     values = _parse_env(text)
     loaded = [k for k, v in values.items() if v is not None and not os.environ.get(k)]
     for key in loaded:

@@ -95,8 +95,18 @@ async def _postgres(db: str) -> AsyncIterator[BaseCheckpointSaver]:
         raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
 
 
+def _expanded(db: str) -> Path:
+    try:
+        return Path(db).expanduser()
+    except RuntimeError:
+        raise StorageError(f"--db {db}: cannot expand the ~ in it; give a full path") from None
+
+
 def _sqlite_path(db: str) -> Path:
-    path = Path(db).expanduser()
+    try:
+        path = Path(db).expanduser()
+    except RuntimeError:
+        raise StorageError(f"--db {db}: cannot expand the ~ in it; give a full path") from None
     if path.is_dir():
         raise StorageError(f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}")
     try:
@@ -145,7 +155,7 @@ def thread_lock(db: str, thread: str) -> Iterator[None]:
         with _advisory_lock(db, thread):
             yield
         return
-    base = Path(db).expanduser()
+    base = _expanded(db)
     tag = hashlib.sha256(thread.encode()).hexdigest()[:16]
     folder = Path(f"{base}.locks")
     folder.mkdir(parents=True, exist_ok=True)

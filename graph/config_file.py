@@ -107,9 +107,15 @@ class DebateFile(_Strict):
 
 
 def _where(loc: tuple[Any, ...]) -> str:
+    """A field's path, keys that are not plain names quoted so a message stays one line."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).isidentifier():
+            out += f".{part}" if out else str(part)
+        else:
+            out += f"[{json.dumps(str(part))}]"
     return out
 
 
@@ -170,7 +176,11 @@ def _read(p: Path) -> dict[str, Any]:
 
 def load_config(path: str | os.PathLike[str]) -> DebateFile:
     """Read and validate a config file; raise ConfigError listing every problem at once."""
-    data = _read(Path(path).expanduser())
+    try:
+        where = Path(path).expanduser()
+    except RuntimeError:
+        raise ConfigError([f"config file {path}: cannot expand the ~ in it; give a full path"]) from None
+    data = _read(where)
     problems: list[str] = []
     parsed: DebateFile | None = None
     try:
@@ -197,10 +207,10 @@ def _roster_problems(data: dict[str, Any]) -> list[str]:
     agents: list[Any] = data["agents"] if isinstance(data.get("agents"), list) else []
     roles, problems, seen = role_names(), [], set()
     for i, agent in enumerate(a for a in agents if isinstance(a, dict)):
-        role = agent.get("role", "generalist")
+        role = str(agent.get("role", "generalist"))  # a wrong type is reported by the schema; keep going
         if role not in roles:
             problems.append(f"agents[{i}].role: {role!r} is not a role; use one of {', '.join(roles)}")
-        ident = agent.get("id") or role
+        ident = str(agent.get("id") or role)
         if ident in RESERVED_IDS:
             problems.append(f"agents[{i}].id: {ident!r} is reserved; give the agent another id")
         if ident in seen:
@@ -221,6 +231,13 @@ def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _readable(path: str) -> bool:
+    try:
+        return os.access(Path(path).expanduser(), os.R_OK)
+    except (RuntimeError, ValueError):  # ~nobody/..., a NUL byte
+        return False
+
+
 def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) -> list[str]:
     problems = []
     for spec in filter(None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]):
@@ -230,7 +247,7 @@ def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) 
             problems.append(f"{where}.model: {exc}")
     for name in ("system_prompt_path", "summary_prompt_path"):
         value = getattr(entry, name)
-        if value and not os.access(Path(value).expanduser(), os.R_OK):
+        if value and not _readable(value):
             alias = AgentEntry.model_fields[name].alias
             log.warning("%s.%s: cannot read %s; the built-in prompt will be used", where, alias, value)
     if entry.summarization:

@@ -58,8 +58,9 @@ def read_prompt_file(path: str | None, what: str) -> str | None:
         return None
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        log.warning("cannot read %s %s (%s); using the built-in prompt", what, path, exc.strerror or exc)
+    except (OSError, RuntimeError, ValueError) as exc:  # missing, ~nobody, NUL byte, not UTF-8
+        reason = getattr(exc, "strerror", None) or ("not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc)
+        log.warning("cannot read %s %s (%s); using the built-in prompt", what, path, reason)
         return None
     if not text:
         log.warning("%s %s is empty; using the built-in prompt", what, path)

@@ -65,8 +65,10 @@ def parse_spec(spec: str) -> ModelSpec:
                     f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, "
                     "structured=false or fail=transport|invalid"
                 )
-            if key in ("words", "latency_ms") and not (value.isdigit() and int(value) <= 1_000_000):
-                raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= 0")
+            low = 1 if key == "words" else 0
+            if key in ("words", "latency_ms") and not (value.isascii() and value.isdecimal()
+                                                       and low <= int(value) <= 1_000_000):
+                raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
             params[key] = value
         return ModelSpec("fake", "", params)
     if not rest:
