@@ -216,19 +216,15 @@ async def _deadline(call: Call, runnable: Runnable[Any, Any]) -> Any:
 @task(name="model_call")  # type: ignore[arg-type]
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
-    limit = _async_limit(call)
-    # Building a model may start the embedded server or load TLS certificates: blocking, so in a thread.
+    limit = _async_limit(call)  # taken before any await: the calls of a phase queue in their planned order
     loop = id(asyncio.get_running_loop())
-    runnable = await asyncio.to_thread(_structured if call.schema else _model, call, loop)
     for attempt in range(2):
         try:
             if limit:
                 async with limit:
-                    started = time.perf_counter()  # model time, without the wait for a slot
-                    out = await _deadline(call, runnable)
+                    out, started = await _attempt(call, loop)
             else:
-                started = time.perf_counter()
-                out = await _deadline(call, runnable)
+                out, started = await _attempt(call, loop)
         except Exception as exc:
             if is_provider_error(exc):
                 raise provider_error(call.agent["id"], call.agent["model"], exc) from None
@@ -237,6 +233,14 @@ async def amodel_call(call: Call) -> Reply:
         if _answered(reply) or attempt or not call.retry_empty:
             return _check(call, reply)
     raise AssertionError("unreachable")
+
+
+async def _attempt(call: Call, loop: int) -> tuple[Any, float]:
+    """One request, and when it started (model time, without the wait for a slot)."""
+    # Building a model may start the embedded server or load TLS certificates: blocking, so in a thread.
+    runnable = await asyncio.to_thread(_structured if call.schema else _model, call, loop)
+    started = time.perf_counter()
+    return await _deadline(call, runnable), started
 
 
 def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:

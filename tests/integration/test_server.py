@@ -123,7 +123,8 @@ def test_the_schema_lists_the_context_fields(server: str, graph_id: str) -> None
     fields = schemas["context_schema"]["properties"]
     assert {"model", "agents", "rounds", "summarize", "context_window", "max_concurrency", "clarify"} <= set(fields)
     assert all(f.get("description") for f in fields.values())
-    assert set(schemas["input_schema"]["properties"]) == {"problem"}
+    # the problem, and optionally the run's settings kept with the input (see InputState)
+    assert set(schemas["input_schema"]["properties"]) == {"problem", "context"}
 
 
 def test_a_streamed_run_completes_with_custom_events(server: str, graph_id: str) -> None:
