@@ -80,3 +80,13 @@ def test_a_cost_cap_on_an_unpriced_model_exits_2_before_any_call(monkeypatch: py
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000")
     assert main(["run", "--model", "openai:no-such-model-xyz", "--max-cost", "1", "p"]) == 2
     assert "no known price for openai:no-such-model-xyz" in capsys.readouterr().err
+
+
+def test_max_questions_from_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "q.json"
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)  # no terminal: questions recorded unanswered
+    assert main(["run", "--model", "fake", "--clarify", "--max-questions", "1", "--rounds", "1", "--quiet",
+                 "--db", str(tmp_path / "d.sqlite"), "--output", str(out), "p"]) == 0
+    asked = [t["content"].count("Q: ") for t in json.loads(out.read_text())["transcript"]
+             if t["kind"] == "clarification"]
+    assert asked == [1, 1, 1]

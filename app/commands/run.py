@@ -37,6 +37,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--model", help="model for every agent and the judge (openai:..., openrouter:..., "
                      "local:smollm2, fake)")
     run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
+    run.add_argument("--max-questions", type=int, help="with --clarify: most questions per agent (0 to 20; 3)")
     run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
     run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
     run.add_argument("--context-window", type=int, help="context window in tokens")
@@ -86,6 +87,7 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
         max_output_tokens=args.max_output_tokens, context_window=args.context_window,
         max_concurrency=args.max_concurrency, summary_method=args.summary_method or "",
         summarize=False if args.no_summary else None, max_tokens=args.max_tokens, max_cost=args.max_cost,
+        **({"max_questions": args.max_questions} if getattr(args, "max_questions", None) is not None else {}),
     )
 
 
