@@ -58,14 +58,19 @@ def compile_debate(
 
     ``checkpointer=False`` compiles without one, as ``langgraph dev`` needs.
     """
+    return compile_graph(build_graph(), "debate", checkpointer, store, **kwargs)
+
+
+def compile_graph(builder: StateGraph[Any, Any, Any, Any], name: str, checkpointer: Any, store: Any, **kwargs: Any) -> Any:
+    """Compile either protocol's graph the same way: an in-memory saver unless told otherwise, our limits."""
     if checkpointer is None:
         from langgraph.checkpoint.memory import InMemorySaver
 
         checkpointer = InMemorySaver()
-    compiled = build_graph().compile(checkpointer=checkpointer or None, store=store, name="debate", **kwargs)
+    compiled = builder.compile(checkpointer=checkpointer or None, store=store, name=name, **kwargs)
     # Under `invoke`, a phase's calls run in LangGraph's thread pool, which has about six threads on a
     # small machine unless max_concurrency sizes it: a wide phase would wait for threads, not for models.
-    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=SYNC_THREADS)  # type: ignore[return-value]
+    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=SYNC_THREADS)
 
 
 graph = compile_debate(checkpointer=False)

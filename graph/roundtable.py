@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from debate_engine.graph.builder import RECURSION_LIMIT, SYNC_THREADS
+from debate_engine.graph.builder import compile_graph
 from debate_engine.graph.context import RoundtableContext
 from debate_engine.graph.routing import after_moderate, after_setup_roundtable, after_summarize_roundtable, after_turn
 from debate_engine.graph.state import ConversationState, InputState, OutputState
@@ -46,14 +46,7 @@ def compile_roundtable(
 
     ``checkpointer=False`` compiles without one, as ``langgraph dev`` needs.
     """
-    if checkpointer is None:
-        from langgraph.checkpoint.memory import InMemorySaver
-
-        checkpointer = InMemorySaver()
-    compiled = build_roundtable().compile(checkpointer=checkpointer or None, store=store, name="roundtable", **kwargs)
-    # Under `invoke`, a phase's calls run in LangGraph's thread pool, which has about six threads on a
-    # small machine unless max_concurrency sizes it: a wide phase would wait for threads, not for models.
-    return compiled.with_config(recursion_limit=RECURSION_LIMIT, max_concurrency=SYNC_THREADS)  # type: ignore[return-value]
+    return compile_graph(build_roundtable(), "roundtable", checkpointer, store, **kwargs)
 
 
 graph = compile_roundtable(checkpointer=False)
