@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -234,8 +234,3 @@ def usage_of(message: Any) -> Usage | None:
         output_tokens=int(meta.get("output_tokens", 0)),
         total_tokens=int(meta.get("total_tokens", 0)),
     )
-
-
-def with_plan(job: SummaryJob, plan: Plan) -> SummaryJob:
-    """The same job over other material."""
-    return replace(job, plan=plan)

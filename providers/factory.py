@@ -17,6 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
+SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_CONTEXT_WINDOW = 8192
 PROVIDERS = ("openai", "openrouter", "local", "fake")
 
@@ -107,8 +108,6 @@ def chat_model(
     return _build(key, temperature, max_tokens, timeout_s, loop, endpoint, credential)
 
 
-SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
-
 
 @lru_cache(maxsize=64)
 def _build(
@@ -149,6 +148,15 @@ def _build(
         return ChatOpenAI(**common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key)
     key = _require_key("OPENAI_API_KEY", "openai", optional=bool(os.environ.get("OPENAI_BASE_URL")))
     return ChatOpenAI(**common, api_key=key or "none", base_url=os.environ.get("OPENAI_BASE_URL") or None)
+
+
+def check_credentials(spec: str) -> None:
+    """Raise ModelConfigError when ``spec`` needs a key the environment lacks (builds no client)."""
+    parsed = parse_spec(spec)
+    if parsed.provider == "openrouter":
+        _require_key("OPENROUTER_API_KEY", "openrouter")
+    elif parsed.provider == "openai":
+        _require_key("OPENAI_API_KEY", "openai", optional=bool(os.environ.get("OPENAI_BASE_URL")))
 
 
 def _require_key(env: str, provider: str, optional: bool = False) -> str | None:

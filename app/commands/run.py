@@ -94,12 +94,11 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
 def checked_context(context: Any) -> Any:
     """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
     from debate_engine.graph.config import resolve
-    from debate_engine.providers.factory import chat_model
+    from debate_engine.providers.factory import check_credentials
 
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]):
-        if not profile["model"].startswith("local"):
-            chat_model(profile["model"])  # a missing API key is an input error, found before any call
+        check_credentials(profile["model"])  # a missing API key is an input error, found before any call
     return context
 
 
