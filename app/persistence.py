@@ -73,6 +73,7 @@ async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
     try:
         async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
             await saver.conn.execute("PRAGMA journal_mode=WAL")
+            await saver.conn.execute("PRAGMA busy_timeout=30000")  # wait out a closing writer under load
             await saver.setup()
             yield saver
     except sqlite3.Error as exc:
