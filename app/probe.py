@@ -20,6 +20,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 KEYS = ("shard key", "cache port", "retry budget", "region code", "queue name", "token bucket size",
         "lease timeout", "audit table", "canary share", "replica count", "index name", "rollout wave")
+REPLY_KINDS = ("proposal", "critique", "refinement", "message")
+PLANTS = ("briefing", "replies")
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,30 @@ def make_facts(count: int, rounds: list[int], seed: int = 7) -> list[Fact]:
     return facts
 
 
-def briefings(facts: list[Fact]) -> dict[str, str]:
-    """The briefing note of each planting round."""
+def _by_round(facts: list[Fact], lead: str) -> dict[str, str]:
     notes: dict[str, list[str]] = {}
     for fact in facts:
         notes.setdefault(str(fact.round), []).append(fact.sentence)
-    return {r: "Facts to keep for the rest of the debate: " + " ".join(s) for r, s in notes.items()}
+    return {r: lead + " ".join(s) for r, s in notes.items()}
+
+
+def briefings(facts: list[Fact]) -> dict[str, str]:
+    """The briefing note of each planting round."""
+    return _by_round(facts, "Facts to keep for the rest of the debate: ")
+
+
+def reply_notes(facts: list[Fact]) -> dict[str, str]:
+    """The instruction added to every debater's task in each planting round."""
+    return _by_round(facts, "In this reply, state each of these facts word for word: ")
+
+
+def landed(transcript: list[dict[str, Any]], facts: list[Fact]) -> list[Fact]:
+    """The facts that some debater's reply of their planting round actually states."""
+    replies: dict[int, str] = {}
+    for turn in transcript:
+        if turn["kind"] in REPLY_KINDS:
+            replies[turn["round"]] = replies.get(turn["round"], "") + " " + turn["content"]
+    return [f for f in facts if contains(replies.get(f.round, ""), f)]
 
 
 class PromptLog(BaseCallbackHandler):
@@ -73,15 +93,22 @@ def contains(text: str, fact: Fact) -> bool:
     return fact.value in text.replace("\\_", "_")
 
 
-def run_probe(context: Any, facts: list[Fact], protocol: str, emit: Any = None) -> dict[str, Any]:
-    """Run the debate with the facts planted, capture every prompt, then measure and quiz."""
+def run_probe(context: Any, facts: list[Fact], protocol: str, emit: Any = None,
+              plant: str = "briefing") -> dict[str, Any]:
+    """Run the debate with the facts planted, capture every prompt, then measure and quiz.
+
+    ``briefing`` plants the facts as a note every perspective includes; ``replies``
+    asks the debaters to state them, and only the facts a reply states are measured,
+    from the round after (the reply itself is the fact's first appearance).
+    """
     import dataclasses
 
     from debate_engine.app.probe_measure import judge_share, quiz, rows
     from debate_engine.graph.builder import compile_debate
     from debate_engine.graph.roundtable import compile_roundtable
 
-    context = dataclasses.replace(context, briefings=briefings(facts))
+    notes = {"briefings": briefings(facts)} if plant == "briefing" else {"reply_notes": reply_notes(facts)}
+    context = dataclasses.replace(context, **notes)
     graph = compile_roundtable() if protocol == "roundtable" else compile_debate()
     log = PromptLog()
     config: Any = {"configurable": {"thread_id": "probe"}, "callbacks": [log]}
@@ -91,14 +118,18 @@ def run_probe(context: Any, facts: list[Fact], protocol: str, emit: Any = None) 
         if mode == "custom" and emit:
             emit(chunk)
     state = graph.get_state(config).values
+    measured = facts if plant == "briefing" else landed(state["transcript"], facts)
+    lag = 0 if plant == "briefing" else 1
     last = state["status"]["round"]
     step = max(1, state["settings"].get("roundtable", {}).get("summary_every", 1)) if protocol == "roundtable" else 1
-    points = sorted({*range(min(f.round for f in facts), last + 1, step), last})
+    first = min((f.round for f in measured), default=last) + lag
+    points = sorted({*range(first, last + 1, step), last}) if measured and first <= last else []
     return {
-        "facts": len(facts), "plant": "briefing", "plant_rounds": sorted({f.round for f in facts}),
-        "rows": rows(state, log.prompts, facts, points), "judge": judge_share(log.prompts, facts),
-        "quiz": quiz(state, facts), "summaries": len(state["summary_log"]),
+        "facts": len(facts), "plant": plant, "landed": len(measured),
+        "plant_rounds": sorted({f.round for f in facts}),
+        "rows": rows(state, log.prompts, measured, points, lag), "judge": judge_share(log.prompts, measured),
+        "quiz": quiz(state, measured) if measured else {}, "summaries": len(state["summary_log"]),
         "tokens": state["status"]["tokens"], "seconds": time.time() - started,
         "model": state["settings"]["judge"]["model"],
-        "fact_list": [{"key": f.key, "value": f.value, "round": f.round} for f in facts],
+        "fact_list": [{"key": f.key, "value": f.value, "round": f.round, "landed": f in measured} for f in facts],
     }

@@ -25,11 +25,14 @@ def _prompt(prompts: list[dict[str, Any]], turn: dict[str, Any]) -> str:
 
 
 def _shares(values: dict[str, Any], prompts: list[dict[str, Any]], facts: list[Fact], agent: str,
-            upto: int) -> tuple[float, float, float] | None:
-    """Shares of the planted facts in ``agent``'s summary and view as of ``upto``, and in the transcript."""
-    planted = [f for f in facts if f.round <= upto]
+            upto: int, lag: int) -> tuple[float, float, float] | None:
+    """Shares of the planted facts in ``agent``'s summary and view as of ``upto``, and in the transcript.
+
+    A fact counts from ``lag`` rounds after its planting round (1 when a reply plants it).
+    """
+    planted = [f for f in facts if f.round + lag <= upto]
     turn = _last_turn(values["transcript"], agent, upto)
-    if not planted or turn is None or turn["round"] < max(f.round for f in planted):
+    if not planted or turn is None or turn["round"] < max(f.round for f in planted) + lag:
         return None
     summaries = {s["id"]: s for s in values["summary_log"]}
     summary = summaries.get((turn["view"] or {}).get("summary_id") or "")
@@ -41,12 +44,13 @@ def _shares(values: dict[str, Any], prompts: list[dict[str, Any]], facts: list[F
             sum(contains(prompt, f) for f in planted) / n)
 
 
-def rows(values: dict[str, Any], prompts: list[dict[str, Any]], facts: list[Fact], points: list[int]) -> list[dict]:
+def rows(values: dict[str, Any], prompts: list[dict[str, Any]], facts: list[Fact], points: list[int],
+         lag: int = 0) -> list[dict]:
     """One row per round (or turn): each tier's share of the facts, minimum and mean over agents."""
     agents = [a["id"] for a in values["settings"]["agents"]]
     out = []
     for point in points:
-        found = [s for a in agents if (s := _shares(values, prompts, facts, a, point)) is not None]
+        found = [s for a in agents if (s := _shares(values, prompts, facts, a, point, lag)) is not None]
         if not found:
             continue
         out.append({"round": point, "agents": len(found),
@@ -84,18 +88,27 @@ def quiz(state: dict[str, Any], facts: list[Fact]) -> dict[str, float]:
     return scores
 
 
-def render(result: dict[str, Any]) -> str:
-    """The probe's report as Markdown."""
-    lines = [f"# Memory probe: {result['facts']} facts planted ({result['plant']}) in rounds "
-             f"{', '.join(map(str, result['plant_rounds']))}", "",
-             "| round | agents | transcript | summary (min / mean) | view as sent (min / mean) |",
-             "|---|---|---|---|---|"]
+def _tier_table(result: dict[str, Any]) -> list[str]:
+    lines = ["| round | agents | transcript | summary (min / mean) | view as sent (min / mean) |", "|---|---|---|---|---|"]
     for r in result["rows"]:
         lines.append(f"| {r['round']} | {r['agents']} | {r['transcript_mean']:.0%} | {r['summary_min']:.0%} / "
                      f"{r['summary_mean']:.0%} | {r['view_min']:.0%} / {r['view_mean']:.0%} |")
-    lines += ["", f"Judge's view at the synthesis: {result['judge']:.0%} of the facts.", "",
-              "| agent | quiz accuracy |", "|---|---|"]
-    lines += [f"| {agent} | {score:.0%} |" for agent, score in result["quiz"].items()]
+    return lines if result["rows"] else [*lines, "| no round to measure | | | | |"]
+
+
+def render(result: dict[str, Any]) -> str:
+    """The probe's report as Markdown."""
+    lines = [f"# Memory probe: {result['facts']} facts planted ({result['plant']}) in rounds "
+             f"{', '.join(map(str, result['plant_rounds']))}", ""]
+    if result["plant"] == "replies":
+        lines += [f"{result['landed']} of {result['facts']} facts landed (stated word for word in a reply of their "
+                  "planting round); only those are measured, from the round after.", ""]
+    lines += [*_tier_table(result), "", f"Judge's view at the synthesis: {result['judge']:.0%} of the facts.", ""]
+    if result["quiz"]:
+        lines += ["| agent | quiz accuracy |", "|---|---|"]
+        lines += [f"| {agent} | {score:.0%} |" for agent, score in result["quiz"].items()]
+    else:
+        lines.append("No quiz: no fact landed.")
     lines += ["", f"Summaries: {result['summaries']}; tokens: {result['tokens']}; wall time: {result['seconds']:.1f} s."]
     if result["model"].startswith("fake"):
         lines.append("On the fake model the quiz shows only whether the value was in the prompt: it repeats what it sees.")

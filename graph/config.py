@@ -102,7 +102,8 @@ def resolve(context: Context) -> RunSettings:
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
-        briefings={str(k): str(v) for k, v in (context.briefings or {}).items() if str(v).strip()},
+        briefings=_notes(context.briefings),
+        reply_notes=_notes(context.reply_notes),
     )
     if isinstance(context, RoundtableContext):
         params = roundtable_params(context)
@@ -110,6 +111,11 @@ def resolve(context: Context) -> RunSettings:
                               "rounds": params["max_turns"], "agents": [with_view(a, params["view"]) for a in agents],
                               "judge": with_view(judge, params["view"])})
     return settings
+
+
+def _notes(notes: dict[str, str] | None) -> dict[str, str]:
+    """Round-numbered notes with string keys, blank ones dropped."""
+    return {str(k): str(v) for k, v in (notes or {}).items() if str(v).strip()}
 
 
 def _profile(

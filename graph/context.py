@@ -68,6 +68,11 @@ class Context:
         metadata=_d("Notes that enter every perspective at the start of a round (or turn), by its number: "
                     '{"1": "The budget is 2 engineers."}. The memory probe plants its facts this way.'),
     )
+    reply_notes: dict[str, str] | None = field(
+        default=None,
+        metadata=_d("Instructions added to every agent's task in a round (or turn), by its number, seen only by "
+                    "that round's calls: {\"2\": \"Quote the SLA you assume.\"}. `debate probe --plant replies` uses it."),
+    )
     max_cost: float | None = field(
         default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
     )

@@ -137,6 +137,8 @@ class RunSettings(TypedDict):
     """Price per model spec the debate uses (US dollars per million tokens)."""
     briefings: NotRequired[dict[str, str]]
     """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
+    reply_notes: NotRequired[dict[str, str]]
+    """Instructions added to the task of every call in a round, by round; never a turn."""
     roundtable: NotRequired[ProtocolParams]
     """The roundtable's parameters (its protocol only)."""
 

@@ -13,6 +13,9 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.calls import Call
 from debate_engine.nodes.schedule import TABLE_ID
 
+DEBATER_KINDS = frozenset({"proposal", "critique", "refinement", "message"})
+"""The turns the debaters write (a reply note never reaches the judge, the moderator or clarifications)."""
+
 
 def budget_of(profile: AgentProfile) -> Budget:
     """The token budget of one agent's calls, from the settings fixed at setup (the roundtable's own split)."""
@@ -50,7 +53,10 @@ def agent_call(
     schema: type[BaseModel] | None = None,
     budget: Budget | None = None,
 ) -> Call:
-    """Build the budgeted prompt ``profile`` will answer for one turn."""
+    """Build the budgeted prompt ``profile`` will answer for one turn (with the round's reply note, if any)."""
+    note = (state["settings"].get("reply_notes") or {}).get(str(round_no))
+    if note and kind in DEBATER_KINDS:
+        task = f"{task}\n\n{note}"
     view = working_view(
         state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
         task=task, budget=budget or budget_of(profile), exclude=exclude,

@@ -19,6 +19,8 @@ def register(sub: Any) -> None:
     probe.add_argument("--rounds", type=int, default=6, help="rounds of the phase debate (default 6)")
     probe.add_argument("--turns", type=int, default=200, help="turns of the roundtable (default 200)")
     probe.add_argument("--facts", type=int, default=20, help="facts to plant (default 20)")
+    probe.add_argument("--plant", choices=["briefing", "replies"], default="briefing",
+                       help="briefing: a note every perspective includes (default); replies: the agents state them")
     probe.add_argument("--plant-rounds", default="1", help="rounds (or turns) that open with facts, e.g. 1,8")
     probe.add_argument("--context-window", type=int, help="context window in tokens")
     probe.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
@@ -59,7 +61,8 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
     resolve(context)  # every settings mistake, before any call
     progress = Progress(args.quiet)
-    result = run_probe(context, make_facts(args.facts, rounds), args.protocol, emit=progress.show)
+    result = run_probe(context, make_facts(args.facts, rounds), args.protocol, emit=progress.show,
+                       plant=args.plant)
     sys.stdout.write(render(result))
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
