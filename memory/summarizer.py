@@ -52,8 +52,21 @@ class StructuredSummary(BaseModel):
         return [str(i) for i in items if str(i).strip()][: FACET_CAPS[info.field_name]]
 
 
-class TruncatedReply(ValueError):
+class RejectedReply(ValueError):
+    """A reply the summarizer cannot store; ``usage`` is what the rejected attempts spent."""
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.calls = 1
+
+
+class TruncatedReply(RejectedReply):
     """The model stopped at its output limit: the summary is incomplete."""
+
+
+class UnparsedReply(RejectedReply):
+    """The model's structured reply did not parse (small models often break the tool-call JSON)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +127,8 @@ def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: 
             narrative, new_facets, structured, used, n = _call_with_retry(model, job, fold, part)
         except Exception as exc:  # noqa: BLE001 - a failed summary is recorded; the debate goes on
             error = f"{type(exc).__name__}: {exc}"[:500]
+            if isinstance(exc, RejectedReply):  # the attempts were made and are paid for
+                usage, calls = _add(usage, exc.usage), calls + exc.calls
             break
         calls += n
         usage = _add(usage, used)
@@ -132,19 +147,25 @@ def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: 
 def _call_with_retry(
     model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn]
 ) -> tuple[str, SummaryFacets, bool, Usage | None, int]:
-    length = target_length(job)
+    """A cut reply is retried shorter; an unparsed one is retried in prose (facets then come from the fold)."""
+    length, prose, spent = target_length(job), False, None
     for attempt in range(job.retries + 1):
         try:
-            return (*_call(model, job, fold, part, length), attempt + 1)
-        except TruncatedReply:
+            narrative, facets, structured, used = _call(model, job, fold, part, length, prose)
+            return narrative, facets, structured, _add(spent, used) if spent else used, attempt + 1
+        except RejectedReply as exc:
+            spent = _add(spent or Usage(input_tokens=0, output_tokens=0, total_tokens=0), exc.usage)
             if attempt == job.retries:
+                exc.usage, exc.calls = spent, attempt + 1
                 raise
-            length = max(200, length // 2)
+            if isinstance(exc, TruncatedReply):
+                length = max(200, length // 2)
+            prose = prose or isinstance(exc, UnparsedReply)
     raise AssertionError("unreachable")
 
 
 def _call(
-    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int
+    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int, prose: bool
 ) -> tuple[str, SummaryFacets, bool, Usage | None]:
     view = build_view(ViewRequest(
         system_prompt=job.system_prompt(length), task=job.instruction, summary=fold,
@@ -157,6 +178,8 @@ def _call(
     # The summarizer's tokens stay out of the `messages` stream.
     config: RunnableConfig = {"tags": ["nostream", "summarizer"], "metadata": {"agent_id": job.agent_id}}
     try:
+        if prose:
+            raise NotImplementedError
         runnable = model.with_structured_output(StructuredSummary, method="function_calling", include_raw=True)
     except NotImplementedError:
         reply = model.invoke(messages, config=config)
@@ -165,7 +188,8 @@ def _call(
     out = cast(dict[str, Any], runnable.invoke(messages, config=config))
     _check_finish(out.get("raw"))
     if out.get("parsing_error") is not None or out.get("parsed") is None:
-        raise ValueError(f"invalid summary output: {out.get('parsing_error') or 'nothing parsed'}")
+        raise UnparsedReply(f"invalid summary output: {out.get('parsing_error') or 'nothing parsed'}",
+                            usage_of(out.get("raw")))
     parsed: StructuredSummary = out["parsed"]
     facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
     return parsed.narrative.strip(), facets, True, usage_of(out.get("raw"))
@@ -174,7 +198,7 @@ def _call(
 def _check_finish(message: Any) -> None:
     meta = getattr(message, "response_metadata", None) or {}
     if meta.get("finish_reason") == "length":
-        raise TruncatedReply("the summary stopped at the output limit")
+        raise TruncatedReply("the summary stopped at the output limit", usage_of(message))
 
 
 def _interim(job: SummaryJob, fold: SummaryRecord | None, narrative: str, facets: SummaryFacets) -> SummaryRecord:

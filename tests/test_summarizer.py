@@ -229,7 +229,7 @@ class CutModel(BaseChatModel):
 
 
 def job(plan: Plan, *, budget=BIG, max_length: int = 2500, max_output_tokens: int = 1024,
-        lengths: list[int] | None = None) -> SummaryJob:
+        lengths: list[int] | None = None, retries: int = 1) -> SummaryJob:
     def system_prompt(length: int) -> str:
         if lengths is not None:
             lengths.append(length)
@@ -238,7 +238,7 @@ def job(plan: Plan, *, budget=BIG, max_length: int = 2500, max_output_tokens: in
     return SummaryJob(
         agent_id="architect", role="architect", round=3, reason="test", strategy="rolling", plan=plan,
         max_length=max_length, max_output_tokens=max_output_tokens, budget=budget, system_prompt=system_prompt,
-        instruction="Summarize the history above.", model_spec="fake",
+        instruction="Summarize the history above.", model_spec="fake", retries=retries,
     )
 
 
@@ -354,10 +354,22 @@ def test_a_failure_in_a_later_chunk_claims_no_coverage_at_all() -> None:
     assert record["status"] == "failed" and record["through"] == 0 and "call 2" in (record["error"] or "")
 
 
-def test_invalid_structured_output_fails_without_retry() -> None:
+def test_invalid_structured_output_is_retried_once_in_prose() -> None:
+    prev = summary("before", through=3, ident="p")
+    prev["facets"]["domain_entities"] = [ENTITY]
+    model = FakeChatModel(fail="invalid", words=20)
+    plan = Plan(fold=prev, turns=[make_turn(i) for i in range(3, 8)], through=8, depth=1, parent_id="p")
+    record = summarize(model, job(plan))
+    assert model.calls == 2 and record["calls"] == 2
+    assert record["status"] == "ok" and record["structured"] is False and record["through"] == 8
+    assert record["narrative"] and ENTITY in record["facets"]["domain_entities"]  # the fold's facets carried by code
+
+
+def test_invalid_structured_output_with_no_retry_left_fails_and_counts_the_attempt() -> None:
     model = FakeChatModel(fail="invalid")
-    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)])))
+    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)]), retries=0))
     assert record["status"] == "failed" and model.calls == 1 and "invalid summary output" in (record["error"] or "")
+    assert record["through"] == 0 and record["calls"] == 1
 
 
 def test_a_reply_cut_at_the_output_limit_is_retried_once_shorter_then_failed() -> None:
@@ -367,7 +379,7 @@ def test_a_reply_cut_at_the_output_limit_is_retried_once_shorter_then_failed() -
                                   lengths=lengths))
     assert model.calls == 2
     assert lengths == [1280, 640]  # min(2500, 512 * 2.5), then half of it
-    assert record["status"] == "failed" and record["through"] == 0
+    assert record["status"] == "failed" and record["through"] == 0 and record["calls"] == 2
     assert "output limit" in (record["error"] or "")
 
 
