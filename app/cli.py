@@ -12,6 +12,8 @@ Heavy modules (LangGraph, LangChain) are imported inside the commands, so
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -97,8 +99,19 @@ def _resume_hint(args: argparse.Namespace) -> str:
 
 
 def entry() -> Any:
-    """``python -m debate_engine.app.cli``."""
-    sys.exit(main())
+    """The ``debate`` command: run, then leave without the interpreter's teardown.
+
+    Freeing every module of LangGraph, langchain-core and openai one object at a
+    time takes about 0.4 s after the last output; nothing in it matters to a process
+    that has flushed its output and closed its database. The exit handlers (the
+    embedded model server's stop among them) still run.
+    """
+    code = main()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: main() has already chosen the exit code
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

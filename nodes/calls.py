@@ -28,7 +28,7 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.spend import worst_case
 from debate_engine.nodes.status import emit
 from debate_engine.providers.errors import ProviderError, is_provider_error, provider_error
-from debate_engine.providers.factory import chat_model, provider_of
+from debate_engine.providers.factory import chat_model, loop_token, provider_of
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def _sync_limit(call: Call) -> threading.BoundedSemaphore | None:
 
 def _async_limit(call: Call) -> asyncio.Semaphore | None:
     provider, limit = _limit_of(call)
-    key = (id(asyncio.get_running_loop()), provider, limit)
+    key = (loop_token(), provider, limit)
     return _async_limits.setdefault(key, asyncio.Semaphore(limit)) if limit else None
 
 
@@ -217,7 +217,7 @@ async def _deadline(call: Call, runnable: Runnable[Any, Any]) -> Any:
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
     limit = _async_limit(call)  # taken before any await: the calls of a phase queue in their planned order
-    loop = id(asyncio.get_running_loop())
+    loop = loop_token()
     for attempt in range(2):
         try:
             if limit:

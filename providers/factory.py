@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -20,6 +21,27 @@ OPENROUTER_URL = "https://openrouter.ai/api/v1"
 SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
 DEFAULT_CONTEXT_WINDOW = 8192
 PROVIDERS = ("openai", "openrouter", "local", "fake")
+
+
+_loop_numbers = itertools.count(1)
+
+
+def loop_token(loop: asyncio.AbstractEventLoop | None = None) -> int:
+    """A number for ``loop`` (default: the running one, 0 outside any) that no later loop gets.
+
+    ``id(loop)`` is not enough: a loop created after another is closed may reuse its
+    address, and would then be handed clients bound to the dead loop.
+    """
+    if loop is None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return 0
+    token: int | None = getattr(loop, "_debate_engine_token", None)
+    if token is None:
+        token = next(_loop_numbers)
+        loop._debate_engine_token = token  # type: ignore[attr-defined]
+    return token
 
 
 class ModelConfigError(ValueError):
@@ -64,7 +86,7 @@ def parse_spec(spec: str) -> ModelSpec:
             if not eq or key not in ("words", "latency_ms", "structured", "fail"):
                 raise ModelConfigError(
                     f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, "
-                    "structured=false or fail=transport|invalid"
+                    "structured=false or fail=transport|invalid|summaries"
                 )
             low = 1 if key == "words" else 0
             if key in ("words", "latency_ms") and not (value.isascii() and value.isdecimal()
@@ -98,10 +120,7 @@ def chat_model(
     the caller's loop when it builds the model from a worker thread.
     """
     if loop is None:
-        try:
-            loop = id(asyncio.get_running_loop())
-        except RuntimeError:
-            loop = 0
+        loop = loop_token()
     key = str(parse_spec(spec)) if not spec.startswith("fake") else spec
     endpoint = "|".join(os.environ.get(v, "") for v in ("OPENAI_BASE_URL", "OPENROUTER_BASE_URL"))
     credential = hashlib.sha256("|".join(os.environ.get(v, "") for v in SECRET_ENV).encode()).hexdigest()
@@ -125,10 +144,11 @@ def _build(
             fail=p.get("fail"),
         )
     from langchain_openai import ChatOpenAI
-    from openai import DefaultAsyncHttpxClient
 
     common: dict[str, Any] = {
-        "http_async_client": DefaultAsyncHttpxClient(),
+        # Shared connection pools: building a client loads the TLS certificates (about 50 ms each).
+        "http_client": _sync_http_client(),
+        "http_async_client": _async_http_client(loop),
         "model": parsed.name,
         "temperature": temperature,
         "max_tokens": max_tokens,
@@ -148,6 +168,33 @@ def _build(
         return ChatOpenAI(**common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key)
     key = _require_key("OPENAI_API_KEY", "openai", optional=bool(os.environ.get("OPENAI_BASE_URL")))
     return ChatOpenAI(**common, api_key=key or "none", base_url=os.environ.get("OPENAI_BASE_URL") or None)
+
+
+@lru_cache(maxsize=1)
+def _tls_context() -> Any:
+    """The TLS context every client shares, made by the HTTP library the openai SDK uses (httpx or httpx2)."""
+    import importlib
+
+    from openai import DefaultHttpxClient
+
+    library = importlib.import_module(DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+    return library.create_ssl_context()
+
+
+@lru_cache(maxsize=1)
+def _sync_http_client() -> Any:
+    """One synchronous HTTP client for every model of the process (it is thread-safe)."""
+    from openai import DefaultHttpxClient
+
+    return DefaultHttpxClient(verify=_tls_context())
+
+
+@lru_cache(maxsize=64)
+def _async_http_client(loop: int) -> Any:
+    """One asynchronous HTTP client per event loop (a client belongs to the loop it first ran in)."""
+    from openai import DefaultAsyncHttpxClient
+
+    return DefaultAsyncHttpxClient(verify=_tls_context())
 
 
 def check_credentials(spec: str) -> None:

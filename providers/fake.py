@@ -75,7 +75,7 @@ class FakeChatModel(BaseChatModel):
     structured: bool = True
     """False makes ``with_structured_output`` unsupported, like some small models."""
     fail: str | None = None
-    """``transport`` or ``invalid``: fail every call that way (for failure tests)."""
+    """``transport`` or ``invalid``: fail every call that way; ``summaries``: fail only the summarizer's calls."""
     calls: int = 0
 
     @property
@@ -95,6 +95,11 @@ class FakeChatModel(BaseChatModel):
             response_metadata={"model_name": "fake"},
         )
 
+    def _fail_summaries(self, run_manager: Any) -> None:
+        if self.fail == "summaries" and run_manager is not None and "summarizer" in (run_manager.tags or []):
+            self.calls += 1
+            raise ConnectionError("fake summarizer failure")
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -104,6 +109,7 @@ class FakeChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_ms:
             time.sleep(self.latency_ms / 1000)
+        self._fail_summaries(run_manager)
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     async def _agenerate(
@@ -115,6 +121,7 @@ class FakeChatModel(BaseChatModel):
     ) -> ChatResult:
         if self.latency_ms:
             await asyncio.sleep(self.latency_ms / 1000)
+        self._fail_summaries(run_manager)
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     def with_structured_output(  # type: ignore[override]

@@ -359,7 +359,7 @@ def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
     graph, thread, context = from_config(
         tmp_path,
         '{"agents": [{"id": "a", "role": "architect", "model": "fake"},'
-        ' {"id": "b", "role": "security", "model": "fake:fail=invalid"}],'
+        ' {"id": "b", "role": "security", "model": "fake:fail=summaries"}],'
         '"judge": {"model": "fake"}, "debate": {"rounds": 3, "summarization": {"threshold": 800}}}',
     )
     out = graph.invoke({"problem": "p"}, thread, context=context)
@@ -373,7 +373,7 @@ def test_abort_on_failure_stops_the_run_and_keeps_the_turns(tmp_path: Path) -> N
 
     graph, thread, context = from_config(
         tmp_path,
-        '{"agents": [{"id": "a", "role": "architect", "model": "fake:fail=invalid"}],'
+        '{"agents": [{"id": "a", "role": "architect", "model": "fake:fail=summaries"}],'
         '"judge": {"model": "fake"}, "debate": {"rounds": 3, "summarization": {"threshold": 300, '
         '"abortOnFailure": true}}}',
     )

@@ -14,6 +14,7 @@ from debate_engine.providers.factory import (
     context_window,
     default_model,
     default_output_tokens,
+    loop_token,
     parse_spec,
 )
 from debate_engine.providers.secrets import redact
@@ -94,6 +95,38 @@ def test_an_openai_compatible_server_needs_no_key(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     model = chat_model("openai:my-local-model", temperature=0.13)
     assert model.model_name == "my-local-model"  # type: ignore[attr-defined]
+
+
+def test_models_share_one_http_client_per_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+
+    async def clients() -> tuple[object, object, object, object]:
+        agent = chat_model("openai:m", temperature=0.7, max_tokens=512)
+        judge = chat_model("openai:m", temperature=0.2, max_tokens=1024)
+        assert agent is not judge
+        return (agent.root_async_client._client, judge.root_async_client._client,  # type: ignore[attr-defined]
+                agent.root_client._client, judge.root_client._client)  # type: ignore[attr-defined]
+
+    first = asyncio.run(clients())
+    second = asyncio.run(clients())
+    assert first[0] is first[1] and first[2] is first[3]  # one pool per loop, one sync pool per process
+    assert second[0] is not first[0] and second[2] is first[2]  # a new loop gets its own async pool
+
+
+def test_a_loop_token_is_never_reused_even_when_a_loop_address_is() -> None:
+    import asyncio
+
+    assert loop_token() == 0  # outside any loop
+    seen = []
+    for _ in range(20):  # closed loops are freed, and their addresses come back
+        loop = asyncio.new_event_loop()
+        seen.append((id(loop), loop_token(loop), loop_token(loop)))
+        loop.close()
+        del loop
+    assert all(a == b for _, a, b in seen) and len({t for _, t, _ in seen}) == 20
+    assert len({i for i, _, _ in seen}) < 20  # the addresses did repeat: the test exercises the reuse
 
 
 def test_context_windows_come_from_the_configuration_then_the_profile_then_a_default() -> None:

@@ -153,6 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "tests"}
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
         elif self.command == "POST" and path.endswith("/chat/completions") and isinstance(body, dict):
+            owner._stopping.wait(owner.latency_s)
             self._chat(body, fault)
         else:
             self._error(404, f"No route for {self.command} {path}.")
@@ -243,11 +244,13 @@ class OpenAIServer:
     """Loopback OpenAI-compatible server; `with OpenAIServer() as server:` then point a client at `server.base_url`.
 
     Attributes tests may set: `faults` (deque of fault names, one consumed per request, FIFO), `always` (a fault
-    for every request once `faults` is empty), `hang_s`, `retry_after`, `words`. Faults: see `FAULTS`.
+    for every request once `faults` is empty), `hang_s`, `retry_after`, `words`, `latency_s` (how long each chat
+    reply takes, to stand in for a real model). Faults: see `FAULTS`.
     """
 
     def __init__(self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0) -> None:
         self.words, self.model, self.hang_s, self.retry_after = words, model, hang_s, retry_after
+        self.latency_s = 0.0
         self.faults: deque[str] = deque()
         self.always: str | None = None
         self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
