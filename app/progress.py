@@ -111,7 +111,8 @@ class Progress:
     def _line(self, kind: Any, event: dict[str, Any]) -> str | None:
         where = f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]"
         if kind == "debate_started":
-            return f"agents: {', '.join(event['agents'])}; {event['rounds']} round(s)"
+            unit = "turns" if event.get("protocol") == "roundtable" else "round(s)"
+            return f"agents: {', '.join(event['agents'])}; {event['rounds']} {unit}"
         if kind == "phase_started":
             return f"{where} {event['phase']}"
         if kind == "summarization_error":

@@ -206,3 +206,14 @@ def test_the_small_env_parser_reads_what_python_dotenv_reads(monkeypatch: pytest
     assert _parse_env(text) == expected
     monkeypatch.setitem(sys.modules, "dotenv", None)  # as if python-dotenv were not installed
     assert _parse_env(text) == expected
+
+
+def test_a_roundtable_announces_turns_not_rounds() -> None:
+    from debate_engine import RoundtableContext, compile_roundtable
+
+    events = [chunk for chunk in compile_roundtable().stream(
+        {"problem": "p"}, {"configurable": {"thread_id": "rt"}}, stream_mode="custom",
+        context=RoundtableContext(model="fake", agents="architect,kiss", turns=3))]
+    out = io.StringIO()
+    feed(Progress(stream=out), events)
+    assert out.getvalue().splitlines()[0] == "agents: architect, kiss; 3 turns"
