@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PROBLEM ?= Design a rate limiter for a public HTTP API that serves 1,000 requests per second.
 export LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true
 
-.PHONY: help install install-local demo test unit lint bench dev clean
+.PHONY: help install install-local demo probe test unit lint bench dev clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -30,6 +30,10 @@ demo: $(BIN)/.local ## run a 3-agent, 1-round debate on the embedded model (abou
 		--report report.md --output debate.json "$(PROBLEM)"
 	@echo "report: report.md   state: debate.json"
 
+probe: $(BIN)/.local ## memory probe on the embedded model: 3 agents x 6 rounds, 10 facts planted in rounds 1 and 4
+	$(BIN)/debate probe --model local:smollm2 --agents architect,performance,security --rounds 6 --facts 10 \
+		--plant-rounds 1,4 --max-output-tokens 96 --context-window 2048 --output probe.json $(PROBE_ARGS)
+
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -51,4 +55,4 @@ dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio 
 	$(BIN)/langgraph dev --no-browser --no-reload --n-jobs-per-worker 10 --port $${PORT:-2024}
 
 clean: ## remove the virtual environment and outputs
-	rm -rf $(VENV) report.md debate.json .pytest_cache .hypothesis
+	rm -rf $(VENV) report.md debate.json probe.json .pytest_cache .hypothesis
