@@ -147,7 +147,11 @@ def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: 
 def _call_with_retry(
     model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn]
 ) -> tuple[str, SummaryFacets, bool, Usage | None, int]:
-    """A cut reply is retried shorter; an unparsed one is retried in prose (facets then come from the fold)."""
+    """A cut reply is retried shorter and in prose, an unparsed one in prose (the facets then come from the fold).
+
+    Prose because the structured form's JSON (six facet lists) is what overflows a
+    small output allowance, and what a small model most often breaks.
+    """
     length, prose, spent = target_length(job), False, None
     for attempt in range(job.retries + 1):
         try:
@@ -160,7 +164,7 @@ def _call_with_retry(
                 raise
             if isinstance(exc, TruncatedReply):
                 length = max(200, length // 2)
-            prose = prose or isinstance(exc, UnparsedReply)
+            prose = True
     raise AssertionError("unreachable")
 
 

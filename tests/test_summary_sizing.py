@@ -58,6 +58,8 @@ def test_a_summary_cut_at_the_output_limit_is_retried_shorter_not_stored() -> No
     assert record["status"] == "ok" and record["calls"] == 2 and record["through"] == 6
     first, second = (b["messages"][0]["content"] for b in bodies)
     assert "at most 960 characters" in first and "at most 480 characters" in second
+    # the retry asks for prose: the structured form's JSON is what overflowed the output allowance
+    assert "tools" in bodies[0] and "tools" not in bodies[1] and record["structured"] is False
 
 
 def test_a_summary_cut_twice_is_a_failure_that_covers_nothing_new() -> None:
