@@ -94,10 +94,11 @@ class LocalServer:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
+            try:  # it finishes the answer in progress before it stops; nothing it holds is worth the wait
+                self.process.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
 
 
 def ensure_server() -> LocalServer:
