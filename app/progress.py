@@ -53,6 +53,7 @@ class Progress:
         self.started = time.monotonic()
         self.before: dict[str, Any] | None = None
         self._drawn = False
+        self._gaps: dict[str, int] = {}
 
     def resume(self, values: dict[str, Any]) -> None:
         """Start from a stored debate: the calls it has made, the calls it has left, its tokens so far."""
@@ -117,6 +118,11 @@ class Progress:
             return f"{where} {event['phase']}"
         if kind == "summarization_error":
             return f"  {event['agent_id']}: summary failed ({event['error']}); going on with the previous one"
+        if kind == "contribution" and event.get("unseen") and self._gaps.get(event["agent_id"]) != event["unseen"][0]:
+            self._gaps[event["agent_id"]] = event["unseen"][0]
+            first, end = event["unseen"]
+            return (f"  {event['agent_id']}: transcript positions {first}-{end - 1} fit neither its summary nor its "
+                    "view (summaries are failing); they stay in the transcript")
         if not self.verbose:
             return None
         if kind == "contribution":

@@ -48,6 +48,8 @@ class Call:
     """Ask for this structured output, falling back to plain text."""
     retry_empty: bool = True
     """Retry an empty reply once (off when a spend cap has no room for the retry)."""
+    unseen: tuple[int, int] | None = None
+    """Turns from ``seq`` [0] up to [1] that neither the summary nor the view holds (summaries failing)."""
 
     def reserve(self) -> list[tuple[str, int, int]]:
         """The most this call may spend: ``(model spec, input tokens, output tokens)``."""
@@ -154,7 +156,8 @@ def _check(call: Call, reply: Reply) -> Reply:
         raise ProviderError(f"{call.agent['id']} on {call.agent['model']}: the model returned an empty reply")
     emit({"event": "contribution", "kind": call.kind, "round": call.round, "agent_id": call.agent["id"],
           "target": call.target, "tokens": count_tokens(reply["content"]), "prompt_tokens": call.view["prompt_tokens"],
-          "latency_ms": reply["latency_ms"], "truncated": reply["truncated"]})
+          "latency_ms": reply["latency_ms"], "truncated": reply["truncated"],
+          "unseen": list(call.unseen) if call.unseen else None})
     return reply
 
 

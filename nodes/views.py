@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from debate_engine.graph.state import AgentProfile, ConversationState
-from debate_engine.memory import Budget, BudgetSplit, SummaryRecord, latest_summaries, make_budget, working_view
+from debate_engine.memory import (
+    Budget,
+    BudgetSplit,
+    SummaryRecord,
+    covered_until,
+    latest_summaries,
+    make_budget,
+    working_view,
+)
 from debate_engine.memory.budget import MIN_TOTAL
 from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.calls import Call
@@ -64,6 +72,7 @@ def agent_call(
     return Call(
         agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,
         view=view.record, limit=state["settings"]["max_concurrency"], schema=schema,
+        unseen=None if view.complete else (covered_until(summary), view.record["from_seq"]),
     )
 
 

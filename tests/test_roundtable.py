@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
@@ -125,3 +126,34 @@ def test_bad_roundtable_settings_are_named() -> None:
         resolve(RoundtableContext(model="fake", order="loudest"))
     with pytest.raises(ConfigError, match="turns: 0 is out of range"):
         resolve(RoundtableContext(model="fake", turns=0))
+
+
+def _gap_run(model: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    graph = compile_roundtable(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "gap"}}
+    events = [c for c in graph.stream({"problem": "p"}, config, stream_mode="custom", context=RoundtableContext(
+        model=model, agents="architect,kiss", turns=30, context_window=2048, max_output_tokens=256))]
+    return events, graph.get_state(config).values
+
+
+def test_turns_that_fit_neither_tier_are_announced_exactly_when_summaries_fail() -> None:
+    from debate_engine.app.progress import Progress
+
+    events, values = _gap_run("fake:fail=summaries,words=120")
+    spoken = {t["round"]: t for t in values["transcript"] if t["kind"] == "message"}
+    gaps = [e for e in events if e.get("event") == "contribution" and e.get("unseen")]
+    assert gaps and all(s["status"] == "failed" for s in values["summary_log"])
+    for event in (e for e in gaps if e["kind"] == "message"):  # the judge's synthesis may be among them too
+        first, end = event["unseen"]
+        view = spoken[event["round"]]["view"]
+        assert first == 0 and end == view["from_seq"] > 0  # no summary covers anything: the oldest turns are out
+    out = io.StringIO()
+    progress = Progress(stream=out)
+    for event in events:
+        progress.show(event)
+    warned = [line for line in out.getvalue().splitlines() if "fit neither its summary nor its view" in line]
+    assert len(warned) == 3  # once per speaker (and the judge) while the gap starts at the same place
+
+    events, values = _gap_run("fake:words=120")  # summaries work: every turn is in one tier or the other
+    assert not [e for e in events if e.get("event") == "contribution" and e.get("unseen")]
+    assert values["summary_log"] and all(s["status"] == "ok" for s in values["summary_log"])
