@@ -63,6 +63,8 @@ def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
     latest = summaries_of(state, viewers)
     out = []
     for profile in viewers:
+        if backing_off(state.get("summary_log", []), profile["id"], round_no):
+            continue
         decision = should_summarize(
             state.get("transcript", []), profile["id"], latest.get(profile["id"]),
             SummarizationSettings.model_validate(profile["summarization"]), budget_of(profile),
@@ -70,6 +72,25 @@ def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
         if decision.fire:
             out.append((profile, decision))
     return out
+
+
+MAX_BACKOFF = 16
+
+
+def backing_off(log: list[SummaryRecord], agent_id: str, round_no: int) -> bool:
+    """After ``k`` failed summaries in a row, wait ``2**(k-1)`` rounds (turns), at most 16, before trying again.
+
+    A model that cannot summarize would otherwise be asked on every turn the overflow rule fires.
+    """
+    fails, last = 0, 0
+    for record in reversed(log):
+        if record["agent_id"] != agent_id:
+            continue
+        if record["status"] == "ok":
+            break
+        last = last or record["round"]
+        fails += 1
+    return fails > 0 and round_no < last + min(2 ** (fails - 1), MAX_BACKOFF)
 
 
 @dataclass(frozen=True)

@@ -157,3 +157,25 @@ def test_turns_that_fit_neither_tier_are_announced_exactly_when_summaries_fail()
     events, values = _gap_run("fake:words=120")  # summaries work: every turn is in one tier or the other
     assert not [e for e in events if e.get("event") == "contribution" and e.get("unseen")]
     assert values["summary_log"] and all(s["status"] == "ok" for s in values["summary_log"])
+
+
+def test_a_model_that_cannot_summarize_is_asked_again_after_a_growing_pause() -> None:
+    _, values = _gap_run("fake:fail=summaries,words=120")
+    tried = [s["round"] for s in values["summary_log"]]
+    assert len(tried) >= 4
+    # the overflow rule fires on every turn; the pause doubles after each failure in a row: 1, 2, 4, 8 turns
+    assert [b - a for a, b in zip(tried, tried[1:], strict=False)] == [1, 2, 4, 8, 16][: len(tried) - 1]
+
+
+def test_the_pause_counts_only_this_agent_s_failures_since_its_last_good_summary() -> None:
+    from debate_engine.nodes.summarize import backing_off
+
+    def rec(agent: str, round_no: int, status: str) -> Any:
+        return {"agent_id": agent, "round": round_no, "status": status}
+
+    log = [rec("a", 3, "failed"), rec("a", 4, "failed"), rec("a", 6, "ok"), rec("a", 10, "failed"),
+           rec("b", 11, "failed"), rec("a", 11, "failed"), rec("b", 12, "failed")]
+    # a: two failures in a row since its good summary, the last at 11: wait 2 turns
+    assert [backing_off(log, "a", r) for r in (11, 12, 13)] == [True, True, False]
+    assert [backing_off(log, "b", r) for r in (12, 13, 14)] == [True, True, False]
+    assert not backing_off(log, "c", 1) and not backing_off(log[:3], "a", 7)
