@@ -11,6 +11,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -29,16 +30,33 @@ class Stopped(Exception):
         self.signum = signum
 
 
+class _Executor(ThreadPoolExecutor):
+    """The loop's thread pool; once the run is stopped, closing the loop no longer waits for its threads.
+
+    A summary is made in a thread: cancelling the run cannot stop its request, and
+    waiting for it would hold a Ctrl-C for as long as the model takes to answer.
+    Its result would not be saved anyway; the process exits without it.
+    """
+
+    abandon = False
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=wait and not self.abandon, cancel_futures=cancel_futures or self.abandon)
+
+
 def run_until_signal(work: Awaitable[T]) -> T:
     """Run ``work``; SIGINT or SIGTERM cancel it and raise :class:`Stopped`."""
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
+        executor = _Executor()
+        loop.set_default_executor(executor)
         job = asyncio.ensure_future(work)
         got: list[int] = []
 
         def stop(signum: int) -> None:
             got.append(signum)
+            executor.abandon = True
             job.cancel()
 
         for signum in (signal.SIGINT, signal.SIGTERM):

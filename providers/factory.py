@@ -83,13 +83,13 @@ def parse_spec(spec: str) -> ModelSpec:
         params = {}
         for item in filter(None, rest.split(",")):
             key, eq, value = item.partition("=")
-            if not eq or key not in ("words", "latency_ms", "structured", "fail"):
+            if not eq or key not in ("words", "latency_ms", "summary_latency_ms", "structured", "fail"):
                 raise ModelConfigError(
-                    f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, "
+                    f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, summary_latency_ms=N, "
                     "structured=false or fail=transport|invalid|summaries"
                 )
             low = 1 if key == "words" else 0
-            if key in ("words", "latency_ms") and not (value.isascii() and value.isdecimal()
+            if key in ("words", "latency_ms", "summary_latency_ms") and not (value.isascii() and value.isdecimal()
                                                        and low <= int(value) <= 1_000_000):
                 raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
             params[key] = value
@@ -140,6 +140,7 @@ def _build(
         return FakeChatModel(
             words=int(p.get("words", 60)),
             latency_ms=int(p.get("latency_ms", 0)),
+            summary_latency_ms=int(p.get("summary_latency_ms", 0)),
             structured=p.get("structured", "true").lower() != "false",
             fail=p.get("fail"),
         )

@@ -76,6 +76,8 @@ class FakeChatModel(BaseChatModel):
     """False makes ``with_structured_output`` unsupported, like some small models."""
     fail: str | None = None
     """``transport`` or ``invalid``: fail every call that way; ``summaries``: fail only the summarizer's calls."""
+    summary_latency_ms: int = 0
+    """Latency of the summarizer's calls instead of ``latency_ms`` (to stop a run inside a summary)."""
     calls: int = 0
 
     @property
@@ -95,8 +97,12 @@ class FakeChatModel(BaseChatModel):
             response_metadata={"model_name": "fake"},
         )
 
+    def _latency(self, run_manager: Any) -> float:
+        slow = self.summary_latency_ms if self.summary_latency_ms and _summarizing(run_manager) else self.latency_ms
+        return slow / 1000
+
     def _fail_summaries(self, run_manager: Any) -> None:
-        if self.fail == "summaries" and run_manager is not None and "summarizer" in (run_manager.tags or []):
+        if self.fail == "summaries" and _summarizing(run_manager):
             self.calls += 1
             raise ConnectionError("fake summarizer failure")
 
@@ -107,8 +113,8 @@ class FakeChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if self.latency_ms:
-            time.sleep(self.latency_ms / 1000)
+        if self.latency_ms or self.summary_latency_ms:
+            time.sleep(self._latency(run_manager))
         self._fail_summaries(run_manager)
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
@@ -119,8 +125,8 @@ class FakeChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        if self.latency_ms:
-            await asyncio.sleep(self.latency_ms / 1000)
+        if self.latency_ms or self.summary_latency_ms:
+            await asyncio.sleep(self._latency(run_manager))
         self._fail_summaries(run_manager)
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
@@ -144,6 +150,10 @@ class FakeChatModel(BaseChatModel):
             return parsed
 
         return RunnableLambda(fill)
+
+
+def _summarizing(run_manager: Any) -> bool:
+    return run_manager is not None and "summarizer" in (run_manager.tags or [])
 
 
 def _seed(text: str) -> random.Random:

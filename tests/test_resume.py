@@ -266,6 +266,23 @@ def test_a_terminated_or_killed_run_resumes_to_the_same_debate(
     resume_and_check(db, tmp_path / "out.json", reference(QUICK))
 
 
+def test_a_stop_inside_a_summary_does_not_wait_for_the_model_to_answer(tmp_path: Path) -> None:
+    """A summary runs in a thread that cancelling cannot stop: the exit must not wait for its 30 s answer."""
+    db, log = tmp_path / "d.sqlite", tmp_path / "run.err"
+    args = ["run", "--protocol", "roundtable", "--turns", "40", "--agents", "architect,kiss", "--model",
+            "fake:words=120,summary_latency_ms=30000", *SMALL, "--verbose", "--thread-id", "k", "--db", str(db), "p"]
+    with background(*args, log=log) as process:
+        wait_for(process, lambda: "summarizing" in log.read_text(), "a summary in flight", log)
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the run waited for the summary instead of exiting within {STOP_WAIT_S} s")
+    assert code == 130 and f"debate resume k --db {db}" in log.read_text()
+    row = list_rows(db)["k"]
+    assert row[2] == "interrupted" and int(row[5]) > 0  # the turns before the summary are kept
+
+
 # --------------------------------------------------------------------------- 3. finished calls are not re-run
 
 
