@@ -104,10 +104,7 @@ def _expanded(db: str) -> Path:
 
 
 def _sqlite_path(db: str) -> Path:
-    try:
-        path = Path(db).expanduser()
-    except RuntimeError:
-        raise StorageError(f"--db {db}: cannot expand the ~ in it; give a full path") from None
+    path = _expanded(db)
     if path.is_dir():
         raise StorageError(f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}")
     try:

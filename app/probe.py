@@ -20,8 +20,6 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 KEYS = ("shard key", "cache port", "retry budget", "region code", "queue name", "token bucket size",
         "lease timeout", "audit table", "canary share", "replica count", "index name", "rollout wave")
-REPLY_KINDS = ("proposal", "critique", "refinement", "message")
-PLANTS = ("briefing", "replies")
 
 
 @dataclass(frozen=True)
@@ -68,9 +66,11 @@ def reply_notes(facts: list[Fact]) -> dict[str, str]:
 
 def landed(transcript: list[dict[str, Any]], facts: list[Fact]) -> list[Fact]:
     """The facts that some debater's reply of their planting round actually states."""
+    from debate_engine.nodes.views import DEBATER_KINDS
+
     replies: dict[int, str] = {}
     for turn in transcript:
-        if turn["kind"] in REPLY_KINDS:
+        if turn["kind"] in DEBATER_KINDS:
             replies[turn["round"]] = replies.get(turn["round"], "") + " " + turn["content"]
     return [f for f in facts if contains(replies.get(f.round, ""), f)]
 

@@ -181,14 +181,12 @@ def _call(
     messages = [SystemMessage(view.system), HumanMessage(view.user)]
     # The summarizer's tokens stay out of the `messages` stream.
     config: RunnableConfig = {"tags": ["nostream", "summarizer"], "metadata": {"agent_id": job.agent_id}}
+    if prose:
+        return _prose(model, messages, config)
     try:
-        if prose:
-            raise NotImplementedError
         runnable = model.with_structured_output(StructuredSummary, method="function_calling", include_raw=True)
     except NotImplementedError:
-        reply = model.invoke(messages, config=config)
-        _check_finish(reply)
-        return reply.text.strip(), empty_facets(), False, usage_of(reply)
+        return _prose(model, messages, config)
     out = cast(dict[str, Any], runnable.invoke(messages, config=config))
     _check_finish(out.get("raw"))
     if out.get("parsing_error") is not None or out.get("parsed") is None:
@@ -197,6 +195,15 @@ def _call(
     parsed: StructuredSummary = out["parsed"]
     facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
     return parsed.narrative.strip(), facets, True, usage_of(out.get("raw"))
+
+
+def _prose(
+    model: BaseChatModel, messages: list[Any], config: RunnableConfig
+) -> tuple[str, SummaryFacets, bool, Usage | None]:
+    """A plain-text summary: its facets come from the fold, merged by code."""
+    reply = model.invoke(messages, config=config)
+    _check_finish(reply)
+    return reply.text.strip(), empty_facets(), False, usage_of(reply)
 
 
 def _check_finish(message: Any) -> None:
