@@ -11,18 +11,15 @@ it never counts in the averages.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, create_model
 
+from debate_engine.calls import CallFailed, Request, aask, add_usage
 from debate_engine.graph.config_file import AgentEntry, ConfigError, load_config
 from debate_engine.memory import (
     JUDGE_ID,
@@ -32,20 +29,15 @@ from debate_engine.memory import (
     latest_summaries,
     make_budget,
     truncate_to_tokens,
-    usage_of,
 )
 from debate_engine.prompts import load_prompt, read_prompt_file, render
-from debate_engine.providers.errors import is_provider_error
 from debate_engine.providers.factory import (
     ModelConfigError,
-    chat_model,
     context_window,
     default_model,
     parse_spec,
-    provider_of,
     spec_from_config,
 )
-from debate_engine.providers.secrets import redact
 
 CRITERIA = {
     "functional_completeness": "functional completeness",
@@ -202,69 +194,36 @@ def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str
     return system, user, used
 
 
-def _from_text(text: str) -> BaseModel:
-    """An evaluation written as JSON in the reply's text (models that answer without a tool call)."""
-    found = re.search(r"\{.*\}", text or "", re.S)
-    if not found:
-        raise ValueError("the reply holds no JSON object")
-    return Evaluation.model_validate_json(found.group(0))
+def _request(evaluator: Evaluator, prompt: tuple[str, str, int], run: str) -> Request:
+    system, user, _ = prompt
+    return Request(models=tuple(evaluator.models), system=system, user=user, temperature=evaluator.temperature,
+                   max_tokens=evaluator.max_output_tokens, timeout_s=EVAL_TIMEOUT_S, schema=Evaluation,
+                   prose_fallback=False, run=run, who=f"evaluator {evaluator.id}", tags=("evaluator", evaluator.id))
 
 
-async def _ask(spec: str, evaluator: Evaluator, system: str, user: str) -> tuple[Any, BaseModel | None, str | None]:
-    """One evaluator call on one model: the raw message, the parsed evaluation or the parsing error."""
-    model = chat_model(spec, temperature=evaluator.temperature, max_tokens=evaluator.max_output_tokens,
-                       timeout_s=EVAL_TIMEOUT_S)
-    messages = [SystemMessage(system), HumanMessage(user)]
-    try:
-        runnable: Any = model.with_structured_output(Evaluation, method="function_calling", include_raw=True)
-    except NotImplementedError:  # e.g. fake:structured=false: a plain reply, parsed as JSON if it holds any
-        runnable = model | RunnableLambda(lambda m: {"raw": m, "parsed": None, "parsing_error": None})
-    try:
-        out: dict[str, Any] = await asyncio.wait_for(runnable.ainvoke(messages), EVAL_TIMEOUT_S)
-    except TimeoutError:
-        raise TimeoutError(f"no answer within {EVAL_TIMEOUT_S:.0f} s") from None
-    raw, parsed = out.get("raw"), out.get("parsed")
-    if parsed is not None:
-        return raw, parsed, None
-    try:
-        return raw, _from_text(getattr(raw, "text", "")), None
-    except (ValueError, ValidationError):
-        pass
-    usage = usage_of(raw) or {"output_tokens": 0}
-    if _cut(raw) or usage["output_tokens"] >= evaluator.max_output_tokens:
-        return raw, None, f"the reply stopped at the output limit ({evaluator.max_output_tokens} tokens) unfinished"
-    why = out.get("parsing_error") or "no tool call, and no JSON in its text"
-    return raw, None, redact(f"the reply could not be parsed: {why}")[:500]
-
-
-def _cut(raw: Any) -> bool:
-    return (getattr(raw, "response_metadata", None) or {}).get("finish_reason") == "length"
-
-
-async def evaluate_one(evaluator: Evaluator, prompt: tuple[str, str, int], local: asyncio.Semaphore) -> dict[str, Any]:
+async def evaluate_one(evaluator: Evaluator, prompt: tuple[str, str, int], run: str = "eval") -> dict[str, Any]:
     """One evaluator's record: ``ok`` with its criteria, or ``failed`` with the reason."""
-    system, user, prompt_tokens = prompt
     record: dict[str, Any] = {"id": evaluator.id, "model": evaluator.models[0], "status": "failed", "error": None,
-                              "criteria": {}, "prompt_tokens": prompt_tokens, "usage": None, "latency_ms": 0,
-                              "truncated": False}
-    for spec in evaluator.models:
-        try:
-            async with local if provider_of(spec) == "local" else contextlib.nullcontext():
-                started = time.perf_counter()  # model time, without the wait for the embedded server
-                raw, parsed, error = await _ask(spec, evaluator, system, user)
-        except Exception as exc:
-            if not is_provider_error(exc):
-                raise
-            record["error"] = redact(f"{spec}: {type(exc).__name__}: {exc}")[:500]
-            continue
-        record.update(model=spec, usage=usage_of(raw), latency_ms=int((time.perf_counter() - started) * 1000),
-                      truncated=_cut(raw), error=error)
-        if parsed is not None:
-            data = parsed.model_dump()
-            record["status"] = "ok"
-            record["criteria"] = {c: {"score": data[c], "justification": data[f"{c}_justification"]}
-                                  for c in CRITERIA}
+                              "criteria": {}, "prompt_tokens": prompt[2], "usage": None, "latency_ms": 0,
+                              "truncated": False, "attempts": []}
+    try:
+        answer = await aask(_request(evaluator, prompt, run))
+    except CallFailed as exc:
+        record.update(error=str(exc), attempts=exc.attempts)
         return record
+    usage = None
+    for attempt in answer.attempts:
+        usage = add_usage(usage, attempt["usage"])
+    record.update(model=answer.model, usage=usage, latency_ms=answer.latency_ms, truncated=answer.truncated,
+                  attempts=answer.attempts)
+    if answer.parsed is not None:
+        data = answer.parsed
+        record["status"] = "ok"
+        record["criteria"] = {c: {"score": data[c], "justification": data[f"{c}_justification"]} for c in CRITERIA}
+    elif answer.truncated:
+        record["error"] = f"the reply stopped at the output limit ({evaluator.max_output_tokens} tokens) unfinished"
+    else:
+        record["error"] = "the reply could not be parsed: no tool call, and no JSON in its text, matched the rubric"
     return record
 
 
@@ -280,8 +239,8 @@ async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: 
     Every prompt is built first, so a window too small for the rubric stops the command before any call.
     """
     prompts = [build_prompt(values, e) for e in evaluators]
-    local = asyncio.Semaphore(1)
-    records = list(await asyncio.gather(*(evaluate_one(e, p, local) for e, p in zip(evaluators, prompts, strict=True))))
+    run = f"eval:{source}"  # the evaluators share this run's provider slots (the embedded server: one)
+    records = list(await asyncio.gather(*(evaluate_one(e, p, run) for e, p in zip(evaluators, prompts, strict=True))))
     return {
         "source": source,
         "problem": (values.get("problem", "").strip().splitlines() or [""])[0][:200],

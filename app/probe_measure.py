@@ -68,10 +68,8 @@ def judge_share(prompts: list[dict[str, Any]], facts: list[Fact]) -> float:
 
 def quiz(state: dict[str, Any], facts: list[Fact]) -> dict[str, float]:
     """Ask each agent about every fact from its final view; score exact values in its answer."""
-    from langchain_core.messages import HumanMessage, SystemMessage
-
+    from debate_engine.calls import Request, ask
     from debate_engine.memory import latest_summaries, make_budget, working_view
-    from debate_engine.providers.factory import chat_model
 
     questions = "\n".join(f"{i + 1}. What is the {f.key}?" for i, f in enumerate(facts))
     task = f"Answer each question with the exact value, one line each:\n{questions}"
@@ -81,9 +79,11 @@ def quiz(state: dict[str, Any], facts: list[Fact]) -> dict[str, float]:
         summary = table or latest_summaries(state["summary_log"], [agent["id"]]).get(agent["id"])
         view = working_view(state["transcript"], agent["id"], summary, system_prompt=agent["system_prompt"],
                             task=task, budget=make_budget(agent["context_window"], agent["max_output_tokens"]))
-        model = chat_model(agent["model"], temperature=0.0, max_tokens=agent["max_output_tokens"],
-                           timeout_s=agent["timeout_s"])
-        answer = model.invoke([SystemMessage(view.system), HumanMessage(view.user)]).text
+        answer = ask(Request(
+            models=(agent["model"], *agent["fallback_models"]), system=view.system, user=view.user, temperature=0.0,
+            max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"],
+            limit=state["settings"]["max_concurrency"], run="probe-quiz", who=agent["id"], tags=("probe", "quiz"),
+        )).text
         scores[agent["id"]] = sum(contains(answer, f) for f in facts) / len(facts)
     return scores
 

@@ -7,7 +7,7 @@ from debate_engine.memory.perspective import JUDGE_ID, covered_until, latest_sum
 from debate_engine.memory.planning import Material, should_summarize, summary_material, working_view
 from debate_engine.memory.records import SummaryFacets, SummaryRecord, Turn, TurnView, Usage, new_turn
 from debate_engine.memory.settings import SummarizationSettings
-from debate_engine.memory.summarizer import StructuredSummary, SummaryJob, summarize, usage_of
+from debate_engine.memory.summarizer import Prompt, StructuredSummary, SummaryJob, summarize
 from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
 from debate_engine.memory.triggers import Decision
 
@@ -18,6 +18,7 @@ __all__ = [
     "BudgetSplit",
     "Decision",
     "Material",
+    "Prompt",
     "StructuredSummary",
     "SummarizationSettings",
     "SummaryFacets",
@@ -47,6 +48,5 @@ __all__ = [
     "summary_material",
     "tail",
     "truncate_to_tokens",
-    "usage_of",
     "working_view",
 ]

@@ -13,7 +13,7 @@ every record the same size however long the debate grows.
 from __future__ import annotations
 
 import time
-from typing import Literal, NotRequired
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -76,6 +76,8 @@ class Turn(TypedDict):
     created_at: float
     truncated: NotRequired[bool]
     """True when the reply stopped at the output limit."""
+    attempts: NotRequired[list[dict[str, Any]]]
+    """Every request the call made, when it threw one away (a fallback, an empty or unparsed answer)."""
 
 
 class SummaryFacets(TypedDict):
@@ -107,7 +109,7 @@ class SummaryRecord(TypedDict):
     through: int
     """Covers every perspective turn with ``seq`` below this (including what its parent covered)."""
     calls: int
-    """Model calls it took (more than one when the material was read in chunks)."""
+    """Model requests it made, failed ones included (more than one when read in chunks or retried)."""
     chars_before: int
     chars_after: int
     tokens_before: int
@@ -120,8 +122,12 @@ class SummaryRecord(TypedDict):
     error: str | None
     latency_ms: int
     usage: Usage | None
+    """What every attempt spent together."""
     model: str
+    """The spec of the model that wrote it (a fallback's, when the agent's model failed)."""
     created_at: float
+    attempts: NotRequired[list[dict[str, Any]]]
+    """Every request it took, with each one's model and usage: what is charged."""
 
 
 def new_turn(
@@ -138,6 +144,7 @@ def new_turn(
     latency_ms: int = 0,
     view: TurnView | None = None,
     truncated: bool = False,
+    attempts: list[Any] | None = None,
 ) -> Turn:
     """Build a turn: the one place turns are made, so ids and token counts agree everywhere."""
     turn = Turn(
@@ -158,4 +165,6 @@ def new_turn(
     )
     if truncated:
         turn["truncated"] = True
+    if attempts and len(attempts) > 1:
+        turn["attempts"] = list(attempts)
     return turn

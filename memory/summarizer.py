@@ -1,24 +1,22 @@
-"""Calling a model to summarize a perspective, in chunks when the material is long.
+"""How a perspective is summarized, in chunks when the material is long: the rules, not the calls.
 
 The model sees the previous summary (folded) and the turns to cover; when
 they do not fit one prompt, the turns are read in chunks, each chunk folded
 into the summary of the ones before, so the new summary has seen everything
-it claims to cover. Transport errors are retried by the model client itself
-(once per call, with backoff); a reply cut at the output limit is retried
-once with a shorter target; any other failure becomes a ``failed`` record and
-the debate goes on with the previous summary.
+it claims to cover. :func:`summarize` yields each prompt and receives its
+answer: the call road (``calls``) makes the request, with its retries,
+fallbacks and prose fallback. A reply cut at the output limit is asked again
+shorter and in prose; any other failure becomes a ``failed`` record and the
+debate goes on with the previous summary.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, Protocol, cast
 
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field, field_validator
 
 from debate_engine.memory.budget import Budget, ViewRequest, build_view, turn_cost
@@ -53,20 +51,11 @@ class StructuredSummary(BaseModel):
 
 
 class RejectedReply(ValueError):
-    """A reply the summarizer cannot store; ``usage`` is what the rejected attempts spent."""
-
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
-        super().__init__(message)
-        self.usage = usage
-        self.calls = 1
+    """An answer the summarizer cannot store."""
 
 
 class TruncatedReply(RejectedReply):
-    """The model stopped at its output limit: the summary is incomplete."""
-
-
-class UnparsedReply(RejectedReply):
-    """The model's structured reply did not parse (small models often break the tool-call JSON)."""
+    """The model stopped at its output limit every time: the summary would be incomplete."""
 
 
 @dataclass(frozen=True)
@@ -110,8 +99,34 @@ def chunks(turns: Sequence[Turn], room: int) -> list[list[Turn]]:
     return [c for c in out if c] or [[]]
 
 
-def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: None) -> SummaryRecord:
-    """Summarize ``job.plan`` with ``model`` and return the record, ok or failed."""
+class Prompt(NamedTuple):
+    """One request the summarizer needs answered: the road makes it, the summarizer never calls a model."""
+
+    system: str
+    user: str
+    structured: bool
+    """Ask for :class:`StructuredSummary`; an answer that does not parse comes back for the summarizer to retry."""
+    retry: bool
+    """Whether the road may ask again after an empty reply: the job's retries allow it."""
+
+
+class Answered(Protocol):
+    """What the road sends back for a :class:`Prompt`."""
+
+    text: str
+    parsed: dict[str, Any] | None
+    truncated: bool
+    attempts: list[Any]
+
+
+Steps = Generator[Prompt, Answered, SummaryRecord]
+
+
+def summarize(job: SummaryJob, emit: Emit = lambda event: None) -> Steps:
+    """Summarize ``job.plan``: yield each prompt, receive its answer; return the record, ok or failed.
+
+    A failed request is thrown into the generator (with its ``attempts``); it becomes a failed record.
+    """
     plan = job.plan
     parts = chunks(plan.turns, job.budget.recent)
     tokens_before = sum(t["tokens"] for t in plan.turns) + (plan.fold["tokens_after"] if plan.fold else 0)
@@ -119,58 +134,57 @@ def summarize(model: BaseChatModel, job: SummaryJob, emit: Emit = lambda event: 
     emit({"event": "summarization_started", "agent_id": job.agent_id, "round": job.round, "reason": job.reason,
           "turns": len(plan.turns), "chunks": len(parts), "tokens_before": tokens_before})
     started = time.perf_counter()
-    fold, usage, calls, structured = plan.fold, Usage(input_tokens=0, output_tokens=0, total_tokens=0), 0, True
+    fold, attempts, structured = plan.fold, list[Any](), True
     narrative, facets = (fold["narrative"], fold["facets"]) if fold else ("", empty_facets())
     error: str | None = None
     for part in parts:
         try:
-            narrative, new_facets, structured, used, n = _call_with_retry(model, job, fold, part)
+            narrative, new_facets, structured = yield from _part_with_retry(job, fold, part, attempts)
         except Exception as exc:  # noqa: BLE001 - a failed summary is recorded; the debate goes on
             error = f"{type(exc).__name__}: {exc}"[:500]
-            if isinstance(exc, RejectedReply):  # the attempts were made and are paid for
-                usage, calls = _add(usage, exc.usage), calls + exc.calls
+            attempts.extend(getattr(exc, "attempts", None) or [])
             break
-        calls += n
-        usage = _add(usage, used)
         facets = merge_facets(facets, new_facets)
         fold = _interim(job, fold, narrative, facets)
-    record = _record(job, narrative, facets, error, calls, usage, chars_before, tokens_before, started, structured)
+    record = _record(job, narrative, facets, error, attempts, chars_before, tokens_before, started, structured)
     if error is None:
         emit({"event": "summarization_completed", "agent_id": job.agent_id, "round": job.round,
               "summary_id": record["id"], "turns": len(plan.turns), "tokens_before": tokens_before,
-              "tokens_after": record["tokens_after"], "calls": calls, "latency_ms": record["latency_ms"]})
+              "tokens_after": record["tokens_after"], "calls": record["calls"], "latency_ms": record["latency_ms"]})
     else:
         emit({"event": "summarization_error", "agent_id": job.agent_id, "round": job.round, "error": error})
     return record
 
 
-def _call_with_retry(
-    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn]
-) -> tuple[str, SummaryFacets, bool, Usage | None, int]:
-    """A cut reply is retried shorter and in prose, an unparsed one in prose (the facets then come from the fold).
+def _part_with_retry(
+    job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], attempts: list[Any]
+) -> Generator[Prompt, Answered, tuple[str, SummaryFacets, bool]]:
+    """A cut reply is retried shorter and in prose (the facets then come from the fold).
 
-    Prose because the structured form's JSON (six facet lists) is what overflows a
-    small output allowance, and what a small model most often breaks.
+    An unparsed one is asked again in prose. Prose because the structured form's JSON
+    (six facet lists) is what overflows a small output allowance, and what a small
+    model most often breaks.
     """
-    length, prose, spent = target_length(job), False, None
+    length, prose = target_length(job), False
     for attempt in range(job.retries + 1):
-        try:
-            narrative, facets, structured, used = _call(model, job, fold, part, length, prose)
-            return narrative, facets, structured, _add(spent, used) if spent else used, attempt + 1
-        except RejectedReply as exc:
-            spent = _add(spent or Usage(input_tokens=0, output_tokens=0, total_tokens=0), exc.usage)
-            if attempt == job.retries:
-                exc.usage, exc.calls = spent, attempt + 1
-                raise
-            if isinstance(exc, TruncatedReply):
-                length = max(200, length // 2)
-            prose = True
+        answer = yield _prompt(job, fold, part, length, prose)
+        attempts.extend(answer.attempts)
+        if not answer.truncated and answer.parsed is not None:
+            parsed = StructuredSummary.model_validate(answer.parsed)
+            facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
+            return parsed.narrative.strip(), facets, True
+        if not answer.truncated and prose:
+            return answer.text, empty_facets(), False
+        if attempt == job.retries:
+            raise TruncatedReply("the summary stopped at the output limit") if answer.truncated else RejectedReply(
+                "invalid summary output: the structured answer did not parse")
+        if answer.truncated:
+            length = max(200, length // 2)
+        prose = True
     raise AssertionError("unreachable")
 
 
-def _call(
-    model: BaseChatModel, job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int, prose: bool
-) -> tuple[str, SummaryFacets, bool, Usage | None]:
+def _prompt(job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int, prose: bool) -> Prompt:
     view = build_view(ViewRequest(
         system_prompt=job.system_prompt(length), task=job.instruction, summary=fold,
         newest_first=reversed(part), since=part[0]["seq"] if part else 0,
@@ -178,38 +192,7 @@ def _call(
     ))
     if not view.complete:  # never claim to cover what the model was not shown
         raise ValueError(f"the material did not fit one call ({view.record['turns']} of {len(part)} turns shown)")
-    messages = [SystemMessage(view.system), HumanMessage(view.user)]
-    # The summarizer's tokens stay out of the `messages` stream.
-    config: RunnableConfig = {"tags": ["nostream", "summarizer"], "metadata": {"agent_id": job.agent_id}}
-    if prose:
-        return _prose(model, messages, config)
-    try:
-        runnable = model.with_structured_output(StructuredSummary, method="function_calling", include_raw=True)
-    except NotImplementedError:
-        return _prose(model, messages, config)
-    out = cast(dict[str, Any], runnable.invoke(messages, config=config))
-    _check_finish(out.get("raw"))
-    if out.get("parsing_error") is not None or out.get("parsed") is None:
-        raise UnparsedReply(f"invalid summary output: {out.get('parsing_error') or 'nothing parsed'}",
-                            usage_of(out.get("raw")))
-    parsed: StructuredSummary = out["parsed"]
-    facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
-    return parsed.narrative.strip(), facets, True, usage_of(out.get("raw"))
-
-
-def _prose(
-    model: BaseChatModel, messages: list[Any], config: RunnableConfig
-) -> tuple[str, SummaryFacets, bool, Usage | None]:
-    """A plain-text summary: its facets come from the fold, merged by code."""
-    reply = model.invoke(messages, config=config)
-    _check_finish(reply)
-    return reply.text.strip(), empty_facets(), False, usage_of(reply)
-
-
-def _check_finish(message: Any) -> None:
-    meta = getattr(message, "response_metadata", None) or {}
-    if meta.get("finish_reason") == "length":
-        raise TruncatedReply("the summary stopped at the output limit", usage_of(message))
+    return Prompt(view.system, view.user, structured=not prose, retry=job.retries > 0)
 
 
 def _interim(job: SummaryJob, fold: SummaryRecord | None, narrative: str, facets: SummaryFacets) -> SummaryRecord:
@@ -219,17 +202,12 @@ def _interim(job: SummaryJob, fold: SummaryRecord | None, narrative: str, facets
                                 "tokens_after": count_tokens(text)})
 
 
-def _add(total: Usage, used: Usage | None) -> Usage:
-    if not used:
-        return total
-    return Usage(**{k: total[k] + used[k] for k in total})  # type: ignore[literal-required,typeddict-item]
-
-
 def _record(
-    job: SummaryJob, narrative: str, facets: SummaryFacets, error: str | None, calls: int, usage: Usage,
+    job: SummaryJob, narrative: str, facets: SummaryFacets, error: str | None, attempts: list[Any],
     chars_before: int, tokens_before: int, started: float, structured: bool,
 ) -> SummaryRecord:
     plan = job.plan
+    usage = total_usage(attempts)
     text = render_summary(narrative, facets, job.max_length) if error is None else ""
     return SummaryRecord(
         id=f"sum-{job.agent_id}-r{job.round}-{plan.through}",
@@ -243,7 +221,7 @@ def _record(
         narrative=narrative,
         facets=facets,
         through=plan.through if error is None else (plan.fold["through"] if plan.fold else 0),
-        calls=calls,
+        calls=len(attempts),
         chars_before=chars_before,
         chars_after=len(text),
         tokens_before=tokens_before,
@@ -253,19 +231,16 @@ def _record(
         structured=structured,
         error=error,
         latency_ms=int((time.perf_counter() - started) * 1000),
-        usage=usage if calls else None,
-        model=job.model_spec,
+        usage=usage,
+        model=next((a["model"] for a in reversed(attempts) if a["outcome"] in ("ok", "cut")), job.model_spec),
         created_at=time.time(),
+        attempts=attempts,
     )
 
 
-def usage_of(message: Any) -> Usage | None:
-    """The provider's usage on a message, in our record's shape."""
-    meta = getattr(message, "usage_metadata", None)
-    if not meta:
+def total_usage(attempts: list[Any]) -> Usage | None:
+    """What a summary's attempts spent together (None when nothing came back)."""
+    used = [a["usage"] for a in attempts if a.get("usage")]
+    if not used:
         return None
-    return Usage(
-        input_tokens=int(meta.get("input_tokens", 0)),
-        output_tokens=int(meta.get("output_tokens", 0)),
-        total_tokens=int(meta.get("total_tokens", 0)),
-    )
+    return Usage(**{k: sum(u[k] for u in used) for k in ("input_tokens", "output_tokens", "total_tokens")})  # type: ignore[typeddict-item]

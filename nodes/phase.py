@@ -42,8 +42,8 @@ def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Se
 
 def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]) -> dict[str, Any]:
     """Charge what the calls spent, in state and in the status record."""
-    spend = charge(state.get("spend") or empty_spend(), [c.charge(r) for c, r in zip(calls, results, strict=True)],
-                   state["settings"].get("prices", {}))
+    charges = [item for c, r in zip(calls, results, strict=True) for item in c.charge(r)]
+    spend = charge(state.get("spend") or empty_spend(), charges, state["settings"].get("prices", {}))
     total = spend["total"]
     update["spend"] = spend
     emit({"event": "spend", "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"],

@@ -9,7 +9,7 @@ the judge synthesizes from what exists, with a view sized to what is left.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from debate_engine.graph.config import judge_floor
 from debate_engine.graph.state import ConversationState, Price, Spend, Tally
@@ -19,6 +19,9 @@ from debate_engine.providers.prices import cost
 PROMPT_MARGIN = 1.1
 """Providers count prompts with their own tokenizer and template: reserve a tenth more than we count."""
 FREE = Price(input=0.0, output=0.0)
+
+Reserve = tuple[str | Sequence[str], int, int]
+"""What a call may spend: ``(model spec, or the model and its fallbacks, input tokens, output tokens)``."""
 
 
 def empty_tally() -> Tally:
@@ -52,21 +55,22 @@ def worst_case(prompt_tokens: int, max_output: int) -> tuple[int, int]:
     return int(prompt_tokens * PROMPT_MARGIN) + 16, max_output
 
 
-def fits(state: ConversationState, wanted: Iterable[tuple[str, int, int]], keep_judge: bool = True) -> bool:
-    """Whether calls ``(model spec, input, output)`` fit what is left, the judge's share kept back."""
+def fits(state: ConversationState, wanted: Iterable[Reserve], keep_judge: bool = True) -> bool:
+    """Whether calls fit what is left, the judge's share kept back; a call is priced at its dearest model."""
     settings = state["settings"]
     cap = settings.get("cap") or {"max_tokens": None, "max_cost": None}
     if cap["max_tokens"] is None and cap["max_cost"] is None:
         return True
     spent = state.get("spend") or empty_spend()
     tokens, dollars = spent["total"]["input_tokens"] + spent["total"]["output_tokens"], spent["total"]["cost"]
-    calls = list(wanted)
+    calls: list[Reserve] = list(wanted)
     if keep_judge:
         judge = settings["judge"]
-        calls.append((judge["model"], *judge_floor(judge)))
-    for spec, i, o in calls:
+        calls.append(((judge["model"], *judge.get("fallback_models", [])), *judge_floor(judge)))
+    for specs, i, o in calls:
         tokens += i + o
-        dollars += cost(settings["prices"].get(spec, FREE), i, o)
+        dollars += max(cost(settings["prices"].get(spec, FREE), i, o)
+                       for spec in ((specs,) if isinstance(specs, str) else specs))
     return (cap["max_tokens"] is None or tokens <= cap["max_tokens"]) and (
         cap["max_cost"] is None or dollars <= cap["max_cost"] + 1e-12
     )

@@ -8,7 +8,6 @@ synthesis sees the whole debate through its summary and recent turns.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,10 +16,13 @@ from typing import Any
 
 from langgraph.func import task
 
+from debate_engine.calls import Request, adrive, drive
 from debate_engine.graph.state import AgentProfile, ConversationState, FacetEntry
 from debate_engine.memory import (
     JUDGE_ID,
     Decision,
+    Prompt,
+    StructuredSummary,
     SummarizationSettings,
     SummaryJob,
     SummaryRecord,
@@ -32,13 +34,13 @@ from debate_engine.memory import (
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.records import Usage
 from debate_engine.memory.summarizer import chunks, target_length
+from debate_engine.nodes.calls import run_key
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step, step_key, table_profile
-from debate_engine.nodes.spend import worst_case
+from debate_engine.nodes.spend import Reserve, worst_case
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
-from debate_engine.providers.factory import chat_model
 from debate_engine.providers.secrets import redact
 
 SUMMARY_TEMPERATURE_CAP = 0.3
@@ -99,27 +101,33 @@ class SummaryCall:
 
     agent: AgentProfile
     job: SummaryJob
+    limit: int = 0
+    """Most requests at once to the agent's provider in this run (``max_concurrency``)."""
 
-    def reserve(self) -> list[tuple[str, int, int]]:
+    def reserve(self) -> list[Reserve]:
         """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
         job = self.job
         fixed = (count_tokens(job.system_prompt(target_length(job))) + count_tokens(job.instruction)
                  + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
+        models = (self.agent["model"], *self.agent["fallback_models"])
         return [
-            (self.agent["model"], *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
-                                              self.agent["max_output_tokens"]))
+            (models, *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
+                                 self.agent["max_output_tokens"]))
             for part in chunks(job.plan.turns, job.budget.recent)
-        ] * (1 + job.retries)
+        ] * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter; each may fall back to prose
 
     def without_retries(self) -> SummaryCall:
         """The same summary with no second attempt (when the spend cap has no room for one)."""
         return dataclasses.replace(self, job=dataclasses.replace(self.job, retries=0))
 
-    def charge(self, record: SummaryRecord) -> tuple[str, str, str, Usage]:
-        """What it spent: the provider's usage, else our own count."""
-        usage = record["usage"] or Usage(input_tokens=record["tokens_before"], output_tokens=record["tokens_after"],
-                                         total_tokens=0)
-        return self.agent["id"], "summarize", self.agent["model"], usage
+    def charge(self, record: SummaryRecord) -> list[tuple[str, str, str, Usage]]:
+        """What it spent: every attempt, priced by the model that made it."""
+        attempts = record.get("attempts")
+        if attempts is None:  # a record checkpointed before attempts were recorded
+            usage = record["usage"] or Usage(input_tokens=record["tokens_before"],
+                                             output_tokens=record["tokens_after"], total_tokens=0)
+            return [(self.agent["id"], "summarize", record["model"], usage)]
+        return [(self.agent["id"], "summarize", a["model"], a["usage"]) for a in attempts if a.get("usage")]
 
 
 def summary_system_prompt(profile: AgentProfile, length: int) -> str:
@@ -140,7 +148,7 @@ def plan(state: ConversationState) -> list[SummaryCall]:
         previous = summaries_of(state, [profile]).get(profile["id"])
         material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
         fold_note = " and fold the previous summary into the new one" if material.plan.fold else ""
-        calls.append(SummaryCall(agent=profile, job=SummaryJob(
+        calls.append(SummaryCall(agent=profile, limit=state["settings"]["max_concurrency"], job=SummaryJob(
             agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
             strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
             max_output_tokens=profile["max_output_tokens"], budget=budget,
@@ -151,12 +159,19 @@ def plan(state: ConversationState) -> list[SummaryCall]:
     return calls
 
 
-def make_summary(call: SummaryCall) -> SummaryRecord:
-    """Make one summary (one or more model calls); a failure is a record, not an exception."""
+def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
+    """The road's request for one of a summary's prompts: the agent's models, cooler, its tokens off the stream."""
     agent = call.agent
-    model = chat_model(agent["model"], temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
-                       max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"])
-    record = summarize(model, call.job, emit=emit)
+    return Request(
+        models=(agent["model"], *agent["fallback_models"]), system=prompt.system, user=prompt.user,
+        temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
+        timeout_s=agent["timeout_s"], schema=StructuredSummary if prompt.structured else None,
+        prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
+        tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
+    )
+
+
+def _redacted(record: SummaryRecord) -> SummaryRecord:
     if record["error"]:
         record["error"] = redact(record["error"])
     return record
@@ -164,14 +179,14 @@ def make_summary(call: SummaryCall) -> SummaryRecord:
 
 @task(name="summary_call")  # type: ignore[arg-type]
 def summary_call(call: SummaryCall) -> SummaryRecord:
-    """One summary as a task: durable once made."""
-    return make_summary(call)
+    """One summary (one or more model calls) as a task: durable once made; a failure is a record."""
+    return _redacted(drive(summarize(call.job, emit=emit), partial(summary_request, call)))
 
 
 @task(name="summary_call")  # type: ignore[arg-type]
 async def asummary_call(call: SummaryCall) -> SummaryRecord:
-    """The async twin of :func:`summary_call` (the summarizer itself is sync: it runs in a thread)."""
-    return await asyncio.to_thread(make_summary, call)
+    """The async twin of :func:`summary_call`: its requests share the run's slots on the event loop."""
+    return _redacted(await adrive(summarize(call.job, emit=emit), partial(summary_request, call)))
 
 
 def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEntry]]:

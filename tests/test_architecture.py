@@ -15,9 +15,10 @@ LAYERS = {
     "prompts": set(),
     "memory": set(),
     "providers": {"memory"},
-    "graph": {"memory", "prompts", "providers", "nodes"},
-    "nodes": {"memory", "prompts", "providers", "graph"},
-    "app": {"memory", "prompts", "providers", "graph", "nodes"},
+    "calls": {"memory", "providers"},
+    "graph": {"memory", "prompts", "providers", "calls", "nodes"},
+    "nodes": {"memory", "prompts", "providers", "calls", "graph"},
+    "app": {"memory", "prompts", "providers", "calls", "graph", "nodes"},
 }
 # nodes may use only these graph modules: the state and run settings, never the builder or routing.
 NODES_MAY_USE = {"debate_engine.graph.state", "debate_engine.graph.context", "debate_engine.graph.config"}
@@ -93,6 +94,22 @@ def test_one_place_builds_a_turn() -> None:
         if "Turn(" in path.read_text().replace("new_turn(", "").replace("class Turn(", "")
     ]
     assert builders == ["memory/records.py"], builders
+
+
+def test_one_module_builds_and_calls_chat_models() -> None:
+    """Every model call takes the road: nothing else builds a chat model or invokes one."""
+    callers = []
+    for name, path in modules():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called in ("chat_model", "ChatOpenAI", "with_structured_output", "bind_tools"):
+                    callers.append(name)
+    allowed = {"debate_engine.calls.road", "debate_engine.providers.factory", "debate_engine.providers.fake",
+               "debate_engine.memory.messages"}  # messages: the user's own agent's model, for their agents
+    assert set(callers) <= allowed, sorted(set(callers) - allowed)
 
 
 def test_cli_help_does_not_import_langgraph() -> None:

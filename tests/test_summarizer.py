@@ -20,7 +20,6 @@ from debate_engine.memory import (
     make_budget,
     merge_facets,
     render_summary,
-    summarize,
     summary_material,
 )
 from debate_engine.memory.facets import clip_at_boundary, empty_facets
@@ -28,6 +27,7 @@ from debate_engine.memory.strategies import Fresh, Plan, Rolling, get_strategy, 
 from debate_engine.memory.summarizer import target_length
 from debate_engine.providers.fake import FakeChatModel
 from tests.conftest import make_turn
+from tests.support.summaries import summarize_with
 from tests.test_budget import marked, summary
 
 BIG = make_budget(8192, 1024)
@@ -251,7 +251,7 @@ def test_a_summary_record_has_every_field() -> None:
     turns = [make_turn(i) for i in range(6)]
     events: list[dict[str, Any]] = []
     model = FakeChatModel(words=80)
-    record = summarize(model, job(first_plan(turns, through=6)), emit=events.append)
+    record = summarize_with(model, job(first_plan(turns, through=6)), emit=events.append)
     assert record["status"] == "ok" and record["structured"] and record["error"] is None
     assert record["id"] == "sum-architect-r3-6" and record["through"] == 6
     assert (record["agent_id"], record["role"], record["round"], record["depth"], record["parent_id"]) == (
@@ -273,7 +273,7 @@ def test_a_fold_counts_the_previous_summary_in_its_before_size() -> None:
     prev = summary(f"Counters live in {ENTITY}.", through=4, depth=1, ident="p")
     turns = [make_turn(i) for i in (4, 6)]
     plan = Plan(fold=prev, turns=turns, through=7, depth=2, parent_id="p")
-    record = summarize(FakeChatModel(), job(plan))
+    record = summarize_with(FakeChatModel(), job(plan))
     assert record["tokens_before"] == turns[0]["tokens"] + turns[1]["tokens"] + prev["tokens_after"]
     assert record["chars_before"] == len(turns[0]["content"]) + len(turns[1]["content"]) + len(prev["text"])
     assert (record["depth"], record["parent_id"], record["through"]) == (2, "p", 7)
@@ -282,7 +282,7 @@ def test_a_fold_counts_the_previous_summary_in_its_before_size() -> None:
 def test_a_restart_says_so_in_its_reason() -> None:
     prev = summary("before", through=4, depth=3, ident="p")
     plan = Plan(fold=prev, turns=[make_turn(4)], through=5, depth=0, parent_id="p", restarted=True)
-    record = summarize(FakeChatModel(), job(plan))
+    record = summarize_with(FakeChatModel(), job(plan))
     assert record["reason"] == "test; depth cap: the chain restarts from a summary of itself"
     assert (record["depth"], record["parent_id"]) == (0, "p")
 
@@ -297,7 +297,7 @@ def test_material_larger_than_the_recent_slice_is_read_in_chunks_and_all_of_it_i
     prev = summary(f"Counters live in {ENTITY}.", through=3, ident="p")
     prev["facets"]["domain_entities"] = [ENTITY]
     model = RecordingModel(words=40)
-    record = summarize(model, job(Plan(fold=prev, turns=turns, through=15, depth=1, parent_id="p"),
+    record = summarize_with(model, job(Plan(fold=prev, turns=turns, through=15, depth=1, parent_id="p"),
                                   budget=SMALL, max_output_tokens=256))
     assert record["status"] == "ok"
     assert record["calls"] == expected_calls == model.calls == len(model.prompts) > 1
@@ -325,7 +325,7 @@ def test_every_chunk_is_read_whole_even_with_long_agent_ids_and_a_long_summary_p
         instruction="Summarize the history above, and fold the previous summary into the new one. "
                     "Fill every field you can; use empty lists where there is nothing to say.",
     )
-    record = summarize(model, long_prompt)
+    record = summarize_with(model, long_prompt)
     assert record["status"] == "ok" and record["through"] == 60
     never_read = [t["seq"] for t in turns if not any(t["content"] in user for _, user in model.prompts)]
     assert never_read == [], f"covered through 60 but never shown to the model: {never_read}"
@@ -336,11 +336,13 @@ def test_a_transport_failure_gives_a_failed_record_covering_what_was_covered() -
     plan = Plan(fold=prev, turns=[make_turn(i) for i in range(5, 10)], through=10, depth=1, parent_id="p")
     events: list[dict[str, Any]] = []
     model = FakeChatModel(fail="transport")
-    record = summarize(model, job(plan), emit=events.append)
+    record = summarize_with(model, job(plan), emit=events.append)
     assert record["status"] == "failed" and "ConnectionError" in (record["error"] or "")
-    assert record["through"] == 5 and record["text"] == "" and record["calls"] == 0 and record["usage"] is None
+    # the failed request is recorded (one call) and charged nothing: no usage came back
+    assert record["through"] == 5 and record["text"] == "" and record["calls"] == 1 and record["usage"] is None
+    assert [a["outcome"] for a in record["attempts"]] == ["failed"]
     assert [e["event"] for e in events] == ["summarization_started", "summarization_error"]
-    first = summarize(FakeChatModel(fail="transport"), job(first_plan([make_turn(i) for i in range(4)])))
+    first = summarize_with(FakeChatModel(fail="transport"), job(first_plan([make_turn(i) for i in range(4)])))
     assert first["status"] == "failed" and first["through"] == 0
 
 
@@ -348,7 +350,7 @@ def test_a_failure_in_a_later_chunk_claims_no_coverage_at_all() -> None:
     turns = [make_turn(i, content=marked(i, 30)) for i in range(12)]
     prev = summary("before", through=0, ident="p")
     model = RecordingModel(words=40, fail_on_call=2)
-    record = summarize(model, job(Plan(fold=prev, turns=turns, through=12, depth=1, parent_id="p"),
+    record = summarize_with(model, job(Plan(fold=prev, turns=turns, through=12, depth=1, parent_id="p"),
                                   budget=SMALL, max_output_tokens=256))
     assert len(model.prompts) == 2
     assert record["status"] == "failed" and record["through"] == 0 and "call 2" in (record["error"] or "")
@@ -359,7 +361,7 @@ def test_invalid_structured_output_is_retried_once_in_prose() -> None:
     prev["facets"]["domain_entities"] = [ENTITY]
     model = FakeChatModel(fail="invalid", words=20)
     plan = Plan(fold=prev, turns=[make_turn(i) for i in range(3, 8)], through=8, depth=1, parent_id="p")
-    record = summarize(model, job(plan))
+    record = summarize_with(model, job(plan))
     assert model.calls == 2 and record["calls"] == 2
     assert record["status"] == "ok" and record["structured"] is False and record["through"] == 8
     assert record["narrative"] and ENTITY in record["facets"]["domain_entities"]  # the fold's facets carried by code
@@ -367,7 +369,7 @@ def test_invalid_structured_output_is_retried_once_in_prose() -> None:
 
 def test_invalid_structured_output_with_no_retry_left_fails_and_counts_the_attempt() -> None:
     model = FakeChatModel(fail="invalid")
-    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)]), retries=0))
+    record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)]), retries=0))
     assert record["status"] == "failed" and model.calls == 1 and "invalid summary output" in (record["error"] or "")
     assert record["through"] == 0 and record["calls"] == 1
 
@@ -375,7 +377,7 @@ def test_invalid_structured_output_with_no_retry_left_fails_and_counts_the_attem
 def test_a_reply_cut_at_the_output_limit_is_retried_once_shorter_then_failed() -> None:
     lengths: list[int] = []
     model = CutModel(cut=99)
-    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)]), max_output_tokens=512,
+    record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)]), max_output_tokens=512,
                                   lengths=lengths))
     assert model.calls == 2
     assert lengths == [1280, 640]  # min(2500, 512 * 2.5), then half of it
@@ -385,7 +387,7 @@ def test_a_reply_cut_at_the_output_limit_is_retried_once_shorter_then_failed() -
 
 def test_a_reply_cut_once_succeeds_on_the_shorter_retry() -> None:
     model = CutModel(cut=1)
-    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)])))
+    record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)])))
     assert model.calls == 2 and record["calls"] == 2
     assert record["status"] == "ok" and record["structured"] is False and record["through"] == 5
     assert record["text"] == "They chose a token bucket."
@@ -403,26 +405,26 @@ def test_facets_of_the_previous_summary_survive_a_forgetful_model() -> None:
     prev["facets"]["domain_entities"] = [ENTITY]
     prev["narrative"] = "Quotas per tenant."
     turns = [make_turn(i, content="Later talk about something else entirely.") for i in range(4, 9)]
-    second = summarize(DroppingModel(), job(Plan(fold=prev, turns=turns, through=9, depth=1, parent_id="p")))
+    second = summarize_with(DroppingModel(), job(Plan(fold=prev, turns=turns, through=9, depth=1, parent_id="p")))
     assert second["status"] == "ok"
     assert ENTITY in second["facets"]["domain_entities"] and ENTITY in second["text"]
-    third = summarize(DroppingModel(), job(Plan(fold=second, turns=[make_turn(9)], through=10, depth=2,
+    third = summarize_with(DroppingModel(), job(Plan(fold=second, turns=[make_turn(9)], through=10, depth=2,
                                                parent_id=second["id"])))
     assert ENTITY in third["facets"]["domain_entities"] and ENTITY in third["text"]
 
 
 def test_an_early_identifier_survives_the_chain_from_the_turn_itself() -> None:
     early = [make_turn(0, content=f"Store counters in redis_cluster_v7 for {ENTITY}."), make_turn(1), make_turn(2)]
-    first = summarize(FakeChatModel(), job(first_plan(early)))
+    first = summarize_with(FakeChatModel(), job(first_plan(early)))
     assert ENTITY in first["facets"]["domain_entities"]
     later = [make_turn(i, content="Later talk about something else entirely.") for i in range(3, 9)]
-    second = summarize(DroppingModel(), job(Plan(fold=first, turns=later, through=9, depth=1,
+    second = summarize_with(DroppingModel(), job(Plan(fold=first, turns=later, through=9, depth=1,
                                                  parent_id=first["id"])))
     assert ENTITY in second["text"] and "redis_cluster_v7" in second["text"]
 
 
 def test_max_length_is_enforced_at_a_boundary() -> None:
-    record = summarize(FakeChatModel(words=900), job(first_plan([make_turn(i) for i in range(10)]), max_length=400))
+    record = summarize_with(FakeChatModel(words=900), job(first_plan([make_turn(i) for i in range(10)]), max_length=400))
     assert 0 < len(record["text"]) <= 400
     full = render_summary(record["narrative"], record["facets"], 100_000)
     assert set(record["text"].split()) <= set(full.split()) | {"…"}, "no word was cut in half"
@@ -430,7 +432,7 @@ def test_max_length_is_enforced_at_a_boundary() -> None:
 
 def test_a_model_without_structured_output_writes_plain_text() -> None:
     model = FakeChatModel(structured=False, words=30)
-    record = summarize(model, job(first_plan([make_turn(i) for i in range(5)])))
+    record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)])))
     assert record["status"] == "ok" and record["structured"] is False and record["text"]
     assert record["facets"] == empty_facets()
 

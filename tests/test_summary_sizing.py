@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from debate_engine.memory import make_budget
 from debate_engine.memory.strategies import Plan
-from debate_engine.memory.summarizer import CHARS_PER_TOKEN, SummaryJob, summarize, target_length
+from debate_engine.memory.summarizer import CHARS_PER_TOKEN, SummaryJob, target_length
 from debate_engine.nodes.summarize import summary_system_prompt
 from tests.conftest import make_turn
+from tests.support.summaries import summarize_with
 
 PROFILE = {"id": "architect", "role": "architect", "summary_prompt": None}
 
@@ -53,7 +54,7 @@ def test_a_summary_cut_at_the_output_limit_is_retried_shorter_not_stored() -> No
 
     with OpenAIServer(words=30) as server:
         server.faults.append("length")
-        record = summarize(server_model(server), job())
+        record = summarize_with(server_model(server), job())
         bodies = [r["body"] for r in server.requests]
     assert record["status"] == "ok" and record["calls"] == 2 and record["through"] == 6
     first, second = (b["messages"][0]["content"] for b in bodies)
@@ -67,7 +68,7 @@ def test_a_summary_cut_twice_is_a_failure_that_covers_nothing_new() -> None:
 
     with OpenAIServer(words=30) as server:
         server.faults.extend(["length", "length"])
-        record = summarize(server_model(server), job())
+        record = summarize_with(server_model(server), job())
     assert record["status"] == "failed" and "output limit" in (record["error"] or "")
     assert record["through"] == 0 and record["text"] == ""
 
@@ -77,6 +78,6 @@ def test_the_summary_call_reserves_the_agent_output(max_output: int) -> None:
     from tests.support.openai_server import OpenAIServer
 
     with OpenAIServer(words=10) as server:
-        summarize(server_model(server, max_output), job(max_output=max_output, window=8192))
+        summarize_with(server_model(server, max_output), job(max_output=max_output, window=8192))
         sent = server.requests[-1]["body"]
     assert (sent.get("max_tokens") or sent.get("max_completion_tokens")) == max_output

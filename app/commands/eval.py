@@ -30,7 +30,7 @@ def main(args: argparse.Namespace) -> int:
     from debate_engine.app.commands.report import debate_of
     from debate_engine.app.evaluate import evaluate, evaluators_of
     from debate_engine.app.runner import run_until_signal
-    from debate_engine.providers.factory import chat_model
+    from debate_engine.providers.factory import check_credentials
 
     load_env_file(args.env_file)
     check_outputs(args)
@@ -39,8 +39,7 @@ def main(args: argparse.Namespace) -> int:
         raise UserError(f"{source} has no solution to evaluate yet; finish it with `debate resume`")
     evaluators = evaluators_of(args.config, args.model)
     for evaluator in evaluators:
-        if not evaluator.models[0].startswith("local"):
-            chat_model(evaluator.models[0])  # a missing API key is an input error, found before any call
+        check_credentials(evaluator.models[0])  # a missing API key is an input error, found before any call
     doc = run_until_signal(evaluate(values, evaluators, source))
     for record in doc["evaluators"]:
         if record["status"] != "ok":

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-FAULTS = frozenset({"429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key"})
+FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
 MODEL = "test-model"
 _VOCAB_TEXT = (
     "argument evidence claim premise rebuttal consensus risk cost latency throughput budget queue cache retry "
@@ -132,12 +132,25 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        fault = owner._next_fault()
+        fault = owner._next_fault(body.get("model") if isinstance(body, dict) else None)
         owner._record(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fault)
+        with owner._lock:
+            owner.in_flight += 1
+            owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
+        try:
+            self._answer(owner, body, fault)
+        finally:
+            with owner._lock:
+                owner.in_flight -= 1
+
+    def _answer(self, owner: OpenAIServer, body: Any, fault: str | None) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         if fault == "drop" or (fault == "hang" and owner._stopping.wait(owner.hang_s)):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif fault == "404":
+            self._error(404, f"The model {body.get('model') if isinstance(body, dict) else '?'} does not exist.",
+                        "model_not_found")
         elif fault in ("429", "500", "503"):
             extra = {"Retry-After": f"{owner.retry_after:g}"} if fault == "429" else {}
             code = "rate_limit_exceeded" if fault == "429" else None
@@ -147,7 +160,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(401, f"Incorrect API key provided: {key}.", "invalid_api_key")
         elif fault == "malformed":
             self._send(200, b'{"id": "x", "choices": [')
-        elif fault not in (None, "hang", "empty", "length"):
+        elif fault not in (None, "hang", "empty", "length", "badtool"):
             self._error(500, f"Unknown test fault {fault!r}; known: {sorted(FAULTS)}.")
         elif self.command == "GET" and path.endswith("/models"):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "tests"}
@@ -190,6 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
             func = next((f for f in funcs if f["name"] == wanted), funcs[0])
             params = func.get("parameters") or {}
             arguments = json.dumps(_fake(params, params.get("$defs") or params.get("definitions") or {}, func["name"]))
+            if fault == "badtool":  # what small models do: the arguments cut short, unparseable
+                arguments = arguments[: len(arguments) // 2]
             call: dict[str, Any] = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function"}
             call["function"] = {"name": func["name"], "arguments": arguments}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -244,8 +259,9 @@ class OpenAIServer:
     """Loopback OpenAI-compatible server; `with OpenAIServer() as server:` then point a client at `server.base_url`.
 
     Attributes tests may set: `faults` (deque of fault names, one consumed per request, FIFO), `always` (a fault
-    for every request once `faults` is empty), `hang_s`, `retry_after`, `words`, `latency_s` (how long each chat
-    reply takes, to stand in for a real model). Faults: see `FAULTS`.
+    for every request once `faults` is empty), `model_always` (a fault for every request naming that model, before
+    the others), `hang_s`, `retry_after`, `words`, `latency_s` (how long each chat reply takes, to stand in for a
+    real model). Faults: see `FAULTS`. `peak_in_flight` is the most requests it was ever answering at once.
     """
 
     def __init__(self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0) -> None:
@@ -253,6 +269,9 @@ class OpenAIServer:
         self.latency_s = 0.0
         self.faults: deque[str] = deque()
         self.always: str | None = None
+        self.model_always: dict[str, str] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
         self._lock = threading.Lock()
         self._usage = 0
@@ -302,7 +321,9 @@ class OpenAIServer:
         with self._lock:
             return self._usage
 
-    def _next_fault(self) -> str | None:
+    def _next_fault(self, model: str | None = None) -> str | None:
+        if model in self.model_always:
+            return self.model_always[model]
         try:
             return self.faults.popleft()
         except IndexError:

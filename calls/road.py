@@ -1,0 +1,268 @@
+"""The one road every model call takes: slot, deadline, retries, fallbacks, parsing, usage, record.
+
+Debater turns, summaries, the judge, the moderator, evaluators and the
+probe's quiz all ask through :func:`ask` (or :func:`aask`), so each call is
+limited by its run's provider slots, bounded in time, retried, parsed by one
+parser, and comes back with every attempt it took: the model that answered,
+what each attempt cost as the provider counted it, and why an attempt was
+thrown away. Charging prices each attempt by its own model.
+
+The policy (what to try next) is one generator shared by the sync and the
+async driver, so ``invoke`` and ``ainvoke`` behave alike. Fallbacks are run
+here rather than with ``Runnable.with_fallbacks``: that hides which model
+answered and drops the usage of the attempts it discards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel
+from typing_extensions import TypedDict
+
+from debate_engine.calls.parse import parse_structured
+from debate_engine.calls.slots import aslot, slot, slot_limit
+from debate_engine.calls.usage import counted_usage, usage_of
+from debate_engine.memory.records import Usage
+from debate_engine.providers.errors import ProviderError, is_provider_error
+from debate_engine.providers.factory import chat_model, loop_token, provider_of
+from debate_engine.providers.secrets import redact
+
+Outcome = Literal["ok", "cut", "empty", "unparsed", "failed", "timeout"]
+
+
+class Attempt(TypedDict):
+    """One request of a call, kept or thrown away."""
+
+    model: str
+    """The spec that was asked (a fallback's, when it answered)."""
+    outcome: Outcome
+    usage: Usage | None
+    """As the provider counted it (our own count when it reports none); None when nothing came back."""
+    latency_ms: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call: who answers, what they are asked, and within which limits."""
+
+    models: tuple[str, ...]
+    """The model, then its fallbacks in order."""
+    system: str
+    user: str
+    temperature: float
+    max_tokens: int
+    timeout_s: float
+    """Each model's deadline, its client's own retries included; a fallback gets a deadline of its own."""
+    schema: type[BaseModel] | None = None
+    prose_fallback: bool = True
+    """When the structured answer does not parse (or was cut), ask the same model again in plain text;
+    False hands the unparsed answer back (``parsed`` None) for the caller to decide."""
+    retry_empty: bool = True
+    """Ask a model once more when it returns nothing."""
+    limit: int = 0
+    """Most requests in flight to one provider for this run (0: no limit; the embedded server: one)."""
+    run: str = ""
+    """The debate run the slots belong to (its thread id)."""
+    who: str = "model"
+    """Who is asking, for error messages (an agent id)."""
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass
+class Answer:
+    """What a call returned, with every attempt it took."""
+
+    text: str
+    parsed: dict[str, Any] | None
+    model: str
+    """The spec of the model that answered."""
+    truncated: bool
+    latency_ms: int
+    """Model time of the attempt that answered (waits for a slot excluded)."""
+    attempts: list[Attempt]
+
+
+class CallFailed(ProviderError):
+    """Every model of a call failed; ``attempts`` says how (what was spent is in their usage)."""
+
+    def __init__(self, message: str, attempts: list[Attempt]) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class _Result(NamedTuple):
+    attempt: Attempt | None
+    """None: the model cannot answer in structured form (nothing was sent)."""
+    text: str
+    parsed: BaseModel | None
+    truncated: bool
+
+
+Step = tuple[str, bool]
+"""The next request: model spec, and whether in structured form."""
+
+
+def _policy(request: Request) -> Generator[Step, _Result, Answer]:
+    """Each model in turn; within one, a thrown-away answer is asked again as the request allows."""
+    attempts: list[Attempt] = []
+    for spec in request.models:
+        structured, retry_empty = request.schema is not None, request.retry_empty
+        while True:
+            result = yield spec, structured
+            outcome = result.attempt["outcome"] if result.attempt else "unparsed"
+            if result.attempt:
+                attempts.append(result.attempt)
+            if outcome == "unparsed" and (request.prose_fallback or not result.attempt):
+                structured = False
+            elif outcome in ("ok", "cut", "unparsed"):
+                assert result.attempt is not None
+                parsed = result.parsed.model_dump() if result.parsed is not None else None
+                return Answer(text=result.text, parsed=parsed, model=spec, truncated=result.truncated,
+                              latency_ms=result.attempt["latency_ms"], attempts=attempts)
+            elif outcome == "empty" and retry_empty:
+                retry_empty = False
+            else:
+                break
+    last = attempts[-1]["error"] if attempts else "no model to ask"
+    raise CallFailed(redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts)
+
+
+def _messages(request: Request) -> list[Any]:
+    return [SystemMessage(request.system), HumanMessage(request.user)]
+
+
+def _config(request: Request) -> RunnableConfig:
+    return {"tags": list(request.tags), "metadata": dict(request.metadata)}
+
+
+def _runnable(request: Request, spec: str, structured: bool, loop: int) -> Runnable[Any, Any] | None:
+    """The model for one request (None: it has no structured form). A 200 whose body is not JSON is retried."""
+    model = chat_model(spec, temperature=request.temperature, max_tokens=request.max_tokens,
+                       timeout_s=request.timeout_s, loop=loop)
+    runnable: Runnable[Any, Any] = model
+    if structured:
+        try:
+            runnable = model.with_structured_output(request.schema, method="function_calling", include_raw=True)
+        except NotImplementedError:
+            return None
+    return runnable.with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
+
+
+def _result(request: Request, spec: str, structured: bool, out: Any, started: float) -> _Result:
+    """Classify what one request returned (a message, a structured dict or an error)."""
+    ms = int((time.perf_counter() - started) * 1000)
+    if isinstance(out, BaseException):
+        outcome: Outcome = "timeout" if isinstance(out, TimeoutError) else "failed"
+        error = redact(f"{type(out).__name__}: {out}")[:500]
+        return _Result(Attempt(model=spec, outcome=outcome, usage=None, latency_ms=ms, error=error), "", None, False)
+    raw = out["raw"] if isinstance(out, dict) else out
+    meta = getattr(raw, "response_metadata", None) or {}
+    text = raw.text.strip() if raw is not None else ""
+    cut = meta.get("finish_reason") == "length"
+    calls = json.dumps([c.get("args") for c in getattr(raw, "tool_calls", None) or []])
+    usage = usage_of(raw) or counted_usage(request.system + "\n" + request.user, text or calls)
+    # With a schema, a plain answer is read for JSON too: small models often write it instead of a tool call.
+    given = out.get("parsed") if structured else None
+    parsed = parse_structured(request.schema, raw, given) if request.schema else None
+    if structured and parsed is None:
+        outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"
+    elif not structured and not text:
+        outcome, error = "empty", "the model returned an empty reply"
+    else:
+        outcome, error = ("cut" if cut else "ok"), None
+    return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error), text, parsed, cut)
+
+
+class _Clock:
+    """Each model's deadline runs from its first request."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s, self.started = timeout_s, dict[str, float]()
+
+    def left(self, spec: str) -> float:
+        return self.timeout_s - (time.monotonic() - self.started.setdefault(spec, time.monotonic()))
+
+
+def _timeout(request: Request) -> TimeoutError:
+    return TimeoutError(f"no answer within {request.timeout_s:g} s (the model's deadline)")
+
+
+def ask(request: Request) -> Answer:
+    """Make the call from a thread (``invoke``); the deadline holds even while the client retries."""
+    policy, clock = _policy(request), _Clock(request.timeout_s)
+    step = next(policy)
+    while True:
+        try:
+            step = policy.send(_sync_once(request, *step, clock))
+        except StopIteration as done:
+            return done.value
+
+
+def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:
+    runnable = _runnable(request, spec, structured, loop=0)
+    if runnable is None:
+        return _Result(None, "", None, False)
+    with slot(request.run, provider_of(spec), slot_limit(provider_of(spec), request.limit)):
+        started, left = time.perf_counter(), clock.left(spec)
+        if left <= 0:
+            return _result(request, spec, structured, _timeout(request), started)
+        # The request runs in a helper thread so that the deadline can stop waiting for it.
+        pool = ThreadPoolExecutor(max_workers=1)
+        context = contextvars.copy_context()
+        future = pool.submit(context.run, runnable.invoke, _messages(request), _config(request))
+        try:
+            out: Any = future.result(timeout=left)
+        except FutureTimeout:
+            out = _timeout(request)
+        except Exception as exc:
+            if not is_provider_error(exc):
+                raise
+            out = exc
+        finally:
+            pool.shutdown(wait=False)
+        return _result(request, spec, structured, out, started)
+
+
+async def aask(request: Request) -> Answer:
+    """The async twin of :func:`ask`: cancellable while a request is in flight."""
+    policy, clock = _policy(request), _Clock(request.timeout_s)
+    step = next(policy)
+    while True:
+        try:
+            step = policy.send(await _async_once(request, *step, clock))
+        except StopIteration as done:
+            return done.value
+
+
+async def _async_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:
+    # The slot is taken before anything else awaits, so that the calls of a phase queue in their planned order.
+    async with aslot(request.run, provider_of(spec), slot_limit(provider_of(spec), request.limit)):
+        # Building a model may start the embedded server or load TLS certificates: blocking, so in a thread.
+        runnable = await asyncio.to_thread(_runnable, request, spec, structured, loop_token())
+        if runnable is None:
+            return _Result(None, "", None, False)
+        started, left = time.perf_counter(), clock.left(spec)
+        try:
+            if left <= 0:
+                raise _timeout(request)
+            out: Any = await asyncio.wait_for(runnable.ainvoke(_messages(request), _config(request)), left)
+        except TimeoutError:
+            out = _timeout(request)
+        except Exception as exc:
+            if not is_provider_error(exc):
+                raise
+            out = exc
+        return _result(request, spec, structured, out, started)
