@@ -2,9 +2,10 @@
 
 By default one line per phase (and a failed summary's warning); ``verbose``
 adds each call and each summary as it ends. When stderr is a terminal, a live
-line under them shows the phase, the round, the calls done of the total and
-the tokens so far, redrawn in place; anywhere else nothing extra is written.
-``quiet`` writes nothing. A finished run ends with one summary line.
+line under them shows the phase, the round (a roundtable's turn), the calls
+done of the total (summaries count as they come) and the tokens so far,
+redrawn in place; anywhere else nothing extra is written. ``quiet`` writes
+nothing. A finished run ends with one summary line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from debate_engine.providers.secrets import redact
 
 CLEAR = "\r\033[K"
 """Back to the line's start and erase it: how the live line is redrawn."""
-DEBATE_KINDS = ("proposal", "critique", "refinement", "synthesis")
 
 
 def expected_calls(agents: int, rounds: int) -> int:
@@ -28,6 +28,22 @@ def expected_calls(agents: int, rounds: int) -> int:
     if agents <= 0:
         return 0
     return agents + rounds * agents * agents + 1
+
+
+def expected_turn_calls(turns: int, moderated: bool) -> int:
+    """The roundtable's model calls without summaries.
+
+    One per turn, the moderator's choice before each when it moderates, one synthesis.
+    """
+    return turns * (2 if moderated else 1) + 1 if turns > 0 else 0
+
+
+def planned_calls(settings: dict[str, Any]) -> int:
+    """A stored debate's model calls without clarifications and summaries, whichever its protocol."""
+    if settings.get("protocol") == "roundtable":
+        params = settings["roundtable"]
+        return expected_turn_calls(params["max_turns"], params["order"] == "moderator")
+    return expected_calls(len(settings.get("agents", [])), settings.get("rounds", 0))
 
 
 def summary_line(values: dict[str, Any], wall_s: float, before: dict[str, Any] | None = None) -> str:
@@ -50,6 +66,7 @@ class Progress:
         self.live = not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
         self.calls = self.total = self.tokens = self.summaries = 0
         self.phase, self.round, self.rounds = "setup", 0, 0
+        self.moderated = False
         self.started = time.monotonic()
         self.before: dict[str, Any] | None = None
         self._drawn = False
@@ -60,12 +77,12 @@ class Progress:
         from debate_engine.app.report import figures
 
         settings, status = values.get("settings") or {}, values.get("status") or {}
-        transcript = values.get("transcript", [])
-        asked = sum(1 for t in transcript if t["kind"] == "clarification")
+        asked = sum(1 for t in values.get("transcript", []) if t["kind"] == "clarification")
+        made = figures(values)
         self.before = values
-        self.total = expected_calls(len(settings.get("agents", [])), settings.get("rounds", 0)) + asked
-        self.calls = asked + sum(1 for t in transcript if t["kind"] in DEBATE_KINDS and t.get("model"))
-        total = figures(values)["total"]
+        self.moderated = (settings.get("roundtable") or {}).get("order") == "moderator"
+        self.total = planned_calls(settings) + asked + made["summary_calls"] if settings else 0
+        self.calls, total = made["total"]["calls"], made["total"]
         self.tokens = total["prompt"] + total["completion"]
         self.phase, self.round, self.rounds = status.get("phase", "setup"), status.get("round", 0), status.get(
             "rounds", 0)
@@ -96,18 +113,35 @@ class Progress:
             self._print(summary_line(values, time.monotonic() - self.started, self.before))
 
     def _count(self, kind: Any, event: dict[str, Any]) -> None:
+        """Count calls as they end; what no one knows in advance (clarifications, summaries) adds to the total."""
         if kind == "debate_started":
             self.rounds = event.get("rounds", 0)
-            self.total = expected_calls(len(event.get("agents", [])), self.rounds)
+            roundtable = event.get("protocol") == "roundtable"
+            self.total = (expected_turn_calls(self.rounds, self.moderated) if roundtable
+                          else expected_calls(len(event.get("agents", [])), self.rounds))
         elif kind == "phase_started":
             self.phase, self.round = event["phase"], event.get("round", self.round)
             self.rounds = event.get("rounds", self.rounds)
         elif kind == "contribution":
-            self.calls += 1
-            self.total += event.get("kind") == "clarification"  # not known in advance
-            self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
+            self._contribution(event)
         elif kind == "summarization_completed":
             self.summaries += 1
+            self.calls += event.get("calls", 1)
+            self.total += event.get("calls", 1)
+        elif kind == "budget_stop" or (kind == "moderation" and event.get("converged")):
+            self.total = self.calls + 1  # the judge's synthesis is all that is left
+
+    def _contribution(self, event: dict[str, Any]) -> None:
+        """One call ended; a roundtable's turns and the moderator's choices also say where the debate is."""
+        self.calls += 1
+        self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
+        self.total += event.get("kind") == "clarification"
+        if event.get("kind") == "moderation" and not self.moderated:
+            self.moderated = True  # debate_started does not say the order: the first choice does
+            self.total += self.rounds
+        if event.get("kind") in ("message", "moderation"):
+            self.phase = "turn" if event["kind"] == "message" else "moderate"
+            self.round = event.get("round", self.round)
 
     def _line(self, kind: Any, event: dict[str, Any]) -> str | None:
         where = f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]"

@@ -4,7 +4,8 @@
 reads them. A job's whole state is its thread's checkpoints (the official
 ``langgraph-checkpoint-postgres`` saver), so any worker can run any job: a new
 thread starts from its problem and settings, a thread that already has
-checkpoints continues from the last one. Procrastinate claims jobs with
+checkpoints continues from the last one, on the protocol its state names (a
+new thread's job names it). Procrastinate claims jobs with
 ``SKIP LOCKED``, runs one job per thread at a time (the job ``lock`` is the
 thread id), and keeps worker heartbeats; every worker sweeps the running jobs
 of workers silent for ``stall_s`` back into the queue. A worker stopped by a
@@ -173,10 +174,10 @@ async def prepare(db: str, saver: Any) -> None:
     # closing the connection released the lock
 
 
-def new_job(thread_id: str, problem: str, context: dict[str, Any]) -> Job:
+def new_job(thread_id: str, problem: str, context: dict[str, Any], protocol: str = "phases") -> Job:
     """A job for one thread: ``lock`` runs one job per thread at a time, ``queueing_lock`` queues it once."""
     return Job(queue=QUEUE, lock=thread_id, queueing_lock=thread_id, task_name=TASK,
-               task_kwargs={"thread_id": thread_id, "problem": problem, "context": context})
+               task_kwargs={"thread_id": thread_id, "problem": problem, "context": context, "protocol": protocol})
 
 
 async def note(app: App, job: Job, *, worker: str | None = None, error: str | None = None) -> None:
@@ -197,14 +198,18 @@ def error_text(exc: BaseException) -> str:
     return redact(text)[:500]
 
 
-async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: dict[str, Any]) -> str:
-    """The task: run (or continue) one debate thread to its end."""
+async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: dict[str, Any],
+                     protocol: str = "phases") -> str:
+    """The task: run (or continue) one debate thread to its end.
+
+    A job queued before jobs named their protocol is a phase debate's.
+    """
     extra = job.additional_context
     name = extra["worker"]
     await note(job.app, job.job, worker=name)
     try:
         async with athread_lock(extra["db"], thread_id):
-            values = await drive_thread(extra["graph"], thread_id, problem, context, name)
+            values = await drive_thread(extra["graphs"], thread_id, problem, context, name, protocol)
     except asyncio.CancelledError:
         if job.abort_reason() != AbortReason.SHUTDOWN:
             raise
@@ -220,27 +225,37 @@ async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: 
     return "done"
 
 
-async def drive_thread(graph: Any, thread_id: str, problem: str, context: dict[str, Any], name: str) -> Any:
-    """Start the thread from its problem, or continue it from its last checkpoint; answer no questions."""
+async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, context: dict[str, Any], name: str,
+                       protocol: str = "phases") -> Any:
+    """Start the thread from its problem, or continue it from its last checkpoint; answer no questions.
+
+    ``graphs`` holds each protocol's graph on the shared checkpointer. A stored
+    thread continues on the protocol its state names, whatever the job says:
+    resubmitting a thread continues that debate.
+    """
     from langgraph.types import Command
 
-    from debate_engine.graph.context import Context, context_dict
+    from debate_engine.app.commands.resume import protocol_of
+    from debate_engine.graph.context import context_dict
 
     config: Any = {"configurable": {"thread_id": thread_id}}
-    snapshot = await graph.aget_state(config)
+    snapshot = await graphs["phases"].aget_state(config)  # the values, in one state schema for both
+    protocol = protocol_of(snapshot.values) if snapshot.values else protocol
+    graph, settings = graphs[protocol], context_for(protocol, context)
+    if graph is not graphs["phases"]:
+        snapshot = await graph.aget_state(config)  # what runs next, only the thread's own graph knows
     if snapshot.values and not snapshot.next and not snapshot.interrupts:
         return snapshot.values  # finished before this job ran
     if not snapshot.values and not problem:
         raise UserError(f"thread {thread_id} holds no debate and the job has no problem")
     status = snapshot.values.get("status") or {}
     _say(name, f"{thread_id}: " + (f"continuing at round {status.get('round')}/{status.get('rounds')}, "
-                                   f"{status.get('phase')}" if snapshot.values else "starting"))
+                                   f"{status.get('phase')}" if snapshot.values else f"starting ({protocol})"))
     # The settings travel with the input too: a debate stopped before its setup finished resumes with them
     # anywhere (`debate resume` included); once setup has fixed them in state, the context no longer matters.
-    payload: Any = None if snapshot.values else {"problem": problem, "context": context_dict(Context(**context))}
+    payload: Any = None if snapshot.values else {"problem": problem, "context": context_dict(settings)}
     while True:
-        stream = graph.astream(payload, config, context=Context(**context), stream_mode="updates",
-                               durability="sync")
+        stream = graph.astream(payload, config, context=settings, stream_mode="updates", durability="sync")
         async for _ in stream:
             pass
         snapshot = await graph.aget_state(config)
@@ -248,6 +263,24 @@ async def drive_thread(graph: Any, thread_id: str, problem: str, context: dict[s
             return snapshot.values
         request = snapshot.interrupts[0].value
         payload = Command(resume={e["agent_id"]: [""] * len(e["questions"]) for e in request.get("questions", [])})
+
+
+def context_fields_of(protocol: str | None) -> set[str]:
+    """The settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
+    import dataclasses
+
+    from debate_engine.graph.context import Context, RoundtableContext
+
+    return {f.name for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)}
+
+
+def context_for(protocol: str, fields: dict[str, Any]) -> Any:
+    """The job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
+    from debate_engine.graph.context import Context, RoundtableContext
+
+    known = context_fields_of(protocol)
+    return (RoundtableContext if protocol == "roundtable" else Context)(**{k: v for k, v in fields.items()
+                                                                           if k in known})
 
 
 async def sweep_stalled(app: App, stall_s: float) -> int:

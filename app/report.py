@@ -2,14 +2,17 @@
 
 Contributions are quoted (``> ``) in the report: Markdown inside them still
 renders, and a code fence a model left open closes with its quote instead of
-swallowing the rest of the report.
+swallowing the rest of the report. A phase debate is shown round by round, a
+roundtable turn by turn (one ``## Round`` section per turn would bury a long one).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-PHASES = ("clarification", "proposal", "critique", "refinement", "synthesis", "summary")
+ROUND_KINDS = {"proposal": "Proposals", "critique": "Critiques", "refinement": "Refinements"}
+"""What a phase debate's round holds, in order, with its section title."""
+PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "synthesis", "summary")
 
 
 def export_state(values: dict[str, Any]) -> dict[str, Any]:
@@ -26,6 +29,7 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
         "solution": values.get("solution"),
         "spend": values.get("spend"),
         "stopped": values.get("stopped"),
+        "moderation": values.get("moderation"),
     }
 
 
@@ -59,7 +63,9 @@ def render_report(values: dict[str, Any]) -> str:
         lines += ["", "## Clarifications", ""]
         for turn in clarifications:
             lines += [f"**{turn['speaker']}**", "", _quote(turn["content"]), ""]
-    for r in sorted({t["round"] for t in transcript if t["round"] > 0 and t["kind"] != "synthesis"}):
+    if (values.get("settings") or {}).get("protocol") == "roundtable":
+        lines += _turns(values)
+    for r in sorted({t["round"] for t in transcript if t["round"] > 0 and t["kind"] in ROUND_KINDS}):
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
     lines += _solution(values.get("solution"))
@@ -77,18 +83,38 @@ def _agents(settings: dict[str, Any]) -> list[str]:
 
 def _round(transcript: list[dict[str, Any]], r: int) -> list[str]:
     lines: list[str] = []
-    for kind, title in (("proposal", "Proposals"), ("critique", "Critiques"), ("refinement", "Refinements")):
+    for kind, title in ROUND_KINDS.items():
         turns = [t for t in transcript if t["round"] == r and t["kind"] == kind]
         if turns:
             lines += ["", f"### {title}", ""]
         for turn in turns:
             who = f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
-            seen = turn.get("view") or {}
-            audit = (f" · saw {seen.get('turns', 0)} turns verbatim, summary {seen.get('summary_id') or 'none'}, "
-                     f"{seen.get('prompt_tokens', 0)} prompt tokens" if seen else "")
-            cut = " · **cut at the output limit**" if turn.get("truncated") else ""
-            lines += [f"#### {who}", "", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
+            lines += [f"#### {who}", *_contribution(turn)]
     return lines
+
+
+def _turns(values: dict[str, Any]) -> list[str]:
+    """The roundtable's conversation in order, and the moderator's last choice when it moderates."""
+    lines = ["", "## Turns", ""]
+    for turn in values.get("transcript", []):
+        if turn["kind"] == "message":
+            who = turn["speaker"] if turn["role"] == turn["speaker"] else f"{turn['speaker']} ({turn['role']})"
+            lines += [f"### Turn {turn['round']}: {who}", *_contribution(turn)]
+    choice = values.get("moderation")
+    if choice:
+        verdict = "; it declared the debate converged" if choice.get("converged") else ""
+        lines += ["", "## Moderation", "", f"The moderator's last choice, for turn {choice['turn']}: "
+                  f"**{_cell(choice['speaker'])}**{verdict}.", "", _quote(choice.get("reason", ""))]
+    return lines
+
+
+def _contribution(turn: dict[str, Any]) -> list[str]:
+    """One turn's figures (what its speaker saw, whether it was cut) and its text."""
+    seen = turn.get("view") or {}
+    audit = (f" · saw {seen.get('turns', 0)} turns verbatim, summary {seen.get('summary_id') or 'none'}, "
+             f"{seen.get('prompt_tokens', 0)} prompt tokens" if seen else "")
+    cut = " · **cut at the output limit**" if turn.get("truncated") else ""
+    return ["", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
 
 
 def _summaries(log: list[dict[str, Any]]) -> list[str]:
@@ -119,7 +145,10 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
 
 
 def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model-written turn and per summary: agent, phase, calls, tokens in and out, latency."""
+    """One row per model-written turn and per summary: agent, phase, calls, tokens in and out, latency.
+
+    The roundtable moderator's choices write no turn: one row holds them all, from the spend record.
+    """
     rows = []
     for turn in values.get("transcript", []):
         if turn.get("model") is None and turn["kind"] != "clarification":
@@ -134,6 +163,12 @@ def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append({"agent": record["agent_id"], "phase": "summary", "calls": calls,
                      "prompt": usage.get("input_tokens", 0), "completion": usage.get("output_tokens", 0),
                      "latency_ms": [record.get("latency_ms", 0) // calls] * calls if calls else [], "cut": 0})
+    moderated = ((values.get("spend") or {}).get("by_phase") or {}).get("moderate")
+    if moderated:
+        judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
+        rows.append({"agent": judge, "phase": "moderation", "calls": moderated["calls"],
+                     "prompt": moderated["input_tokens"], "completion": moderated["output_tokens"],
+                     "latency_ms": [], "cut": 0})
     return rows
 
 
@@ -160,7 +195,8 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     return {
         "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
         "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
-        "turn_calls": sum(r["calls"] for r in rows if r["phase"] != "summary"),
+        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation")),
+        "moderation_calls": sum(r["calls"] for r in rows if r["phase"] == "moderation"),
         "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
         "summaries": len(ok), "failed_summaries": len(log) - len(ok),
         "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
@@ -192,7 +228,8 @@ def _figures(values: dict[str, Any]) -> list[str]:
     cut += f" and {len(f['cut']) - 10} more" if len(f["cut"]) > 10 else ""
     rows = [
         ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
-        ("model calls", f"{total['calls']} ({f['turn_calls']} turns, {f['summary_calls']} summary calls)"),
+        ("model calls", f"{total['calls']} ({f['turn_calls']} turns, " + (f"{f['moderation_calls']} moderator "
+                        "calls, " if f["moderation_calls"] else "") + f"{f['summary_calls']} summary calls)"),
         ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),
         ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),

@@ -217,3 +217,23 @@ def test_a_roundtable_announces_turns_not_rounds() -> None:
     out = io.StringIO()
     feed(Progress(stream=out), events)
     assert out.getvalue().splitlines()[0] == "agents: architect, kiss; 3 turns"
+
+
+@pytest.mark.parametrize("order", ["round-robin", "moderator"])
+def test_a_roundtable_expects_its_turns_its_moderator_and_its_summaries(
+    order: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    screen, out = Terminal(), tmp_path / "rt.json"
+    monkeypatch.setattr(sys, "stderr", screen)
+    assert main(["run", "--protocol", "roundtable", "--turns", "7", "--order", order, "--summary-every", "2",
+                 "--agents", "kiss,security", "--model", "fake:words=60", "--db", str(tmp_path / "d.sqlite"),
+                 "--output", str(out), "Design a cache"]) == 0
+    values = json.loads(out.read_text())
+    made = values["spend"]["total"]["calls"]  # turns, moderator's choices, summaries and the synthesis
+    lines = screen.getvalue().split(CLEAR)
+    last = next(line for line in reversed(lines) if " · calls " in line).split("\n")[0]
+    assert values["summary_log"] and last.startswith(f"synthesize · round {values['status']['round']}/7 · calls "
+                                                     f"{made}/{made}, {len(values['summary_log'])} summaries")
+    first = next(line for line in lines if " · calls 1/" in line)
+    assert first.split(" · ")[2].split(",")[0] == ("calls 1/15" if order == "moderator" else "calls 1/8")
+    assert f": {made} model calls, " in lines[-1].splitlines()[-1]

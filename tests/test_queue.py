@@ -223,7 +223,7 @@ def test_a_job_stopped_before_setup_resumes_anywhere_with_its_own_settings() -> 
 
     saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
     stopped = compile_debate(checkpointer=saver, interrupt_before=["setup"])  # a worker killed right there
-    values = asyncio.run(drive_thread(stopped, "t", "Design a cache",
+    values = asyncio.run(drive_thread({"phases": stopped}, "t", "Design a cache",
                                       {"model": "fake", "agents": "kiss,security", "rounds": 1}, "w"))
     assert values["problem"] == "Design a cache" and not values.get("settings")
     # Continued with no context at all, as `debate resume` does: the job's settings, not the defaults.

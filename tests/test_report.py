@@ -165,3 +165,31 @@ def test_report_of_a_saved_json_or_thread_is_what_the_run_wrote(
     assert "\n## Figures\n" in from_json
     assert main(["report", str(tmp_path / "missing.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("order", ["round-robin", "moderator"])
+def test_a_roundtable_report_shows_every_turn_and_the_moderation(
+    order: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from debate_engine.app.cli import main
+
+    state, written = tmp_path / "rt.json", tmp_path / "rt.md"
+    assert main(["run", "--protocol", "roundtable", "--turns", "6", "--order", order, "--agents", "kiss,security",
+                 "--model", "fake:words=12", "--quiet", "--db", str(tmp_path / "d.sqlite"), "--output", str(state),
+                 "--report", str(written), "Design a cache"]) == 0
+    report, values = written.read_text(), json.loads(state.read_text())
+    messages = [t for t in values["transcript"] if t["kind"] == "message"]
+    top = [text for level, text in headings(report) if level <= 2]
+    moderated = ["Moderation"] if order == "moderator" else []
+    assert top == ["Debate report", "Problem", "Agents", "Turns", *moderated, "Final solution", "Figures"]
+    assert [text for level, text in headings(report) if level == 3][:len(messages)] == [
+        f"Turn {t['round']}: {t['speaker']}" for t in messages]
+    turns = report.split("\n## Turns\n", 1)[1].split("\n## ", 1)[0]
+    assert all(f"> {t['content']}" in turns for t in messages)
+    if order == "moderator":
+        choice = values["moderation"]
+        assert f"for turn {choice['turn']}: **{choice['speaker']}**" in report and f"> {choice['reason']}" in report
+    calls = dict((row[0], row[1]) for row in table(report, "Figures"))["model calls"]
+    assert calls.startswith(f"{values['spend']['total']['calls']} ({len(messages) + 1} turns, ")
+    capsys.readouterr()
+    assert main(["report", str(state)]) == 0 and capsys.readouterr().out == report

@@ -4,8 +4,10 @@ One problem (the argument or ``--problem-file``) or many (``--problems FILE``,
 JSON Lines: ``{"problem": "...", "thread_id": "optional", "rounds": 3, ...}``
 where any ``Context`` field, or ``config``, overrides the run options). Every
 line is resolved as the debate's setup will resolve it before anything is
-queued: one bad line queues nothing. Submitting the thread of an unfinished
-(failed, stopped) debate queues its continuation.
+queued: one bad line queues nothing. ``--protocol roundtable`` (or a line's
+``"protocol": "roundtable"``) queues roundtables. Submitting the thread of an
+unfinished (failed, stopped) debate queues its continuation on the protocol it
+was started with; naming the other protocol for it is refused.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from debate_engine.app.commands.run import add_run_options, checked_context, con
 from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, db_of
 
-FIXED = ("problem", "thread_id", "config")
+FIXED = ("problem", "thread_id", "config", "protocol")
 """Keys of a line besides the ``Context`` fields (``config`` is the config file, like ``--config``)."""
+PROTOCOLS = {"phase": "phases", "roundtable": "roundtable"}
+"""``--protocol`` (and a line's ``"protocol"``) as the state names it."""
+ROUNDTABLE_FLAGS = ("turns", "order", "summary_every")
 
 
 @dataclass
@@ -35,11 +40,18 @@ class Entry:
     thread_id: str
     problem: str
     context: dict[str, Any]
+    protocol: str | None = None
+    """``phases`` or ``roundtable`` as asked; None: a phase debate if new, a stored thread's own protocol if not."""
 
 
 def register(sub: Any) -> None:
     submit = sub.add_parser("submit", help="queue debates for `debate worker` and print their thread ids")
     add_run_options(submit)
+    submit.add_argument("--protocol", choices=sorted(PROTOCOLS), help="phase (a new debate's default) or "
+                        "roundtable; a stored thread continues on its own protocol")
+    submit.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
+    submit.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
+    submit.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
     submit.add_argument("--problems", metavar="FILE", help='JSON Lines, one debate a line: {"problem": "...", '
                         '"thread_id": "optional", ...any run setting, e.g. "rounds": 3}')
     add_db(submit)
@@ -67,28 +79,42 @@ def new_thread_id() -> str:
 
 def entries_of(args: argparse.Namespace) -> list[Entry]:
     """What to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
-    from debate_engine.graph.context import Context
+    import dataclasses
 
-    base = context_fields(args)
+    from debate_engine.app.commands.run import context_of
+
+    protocol = PROTOCOLS[args.protocol] if args.protocol else None
     if args.problems:
         if args.problem or args.problem_file:
             raise UserError("give one PROBLEM (or --problem-file) or --problems FILE, not both")
         if args.thread_id:
             raise UserError('--thread-id names one debate; with --problems put "thread_id" on each line')
+        base = _base(args, protocol)
         path = Path(args.problems)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UserError(f"cannot read --problems {path}: {getattr(exc, 'strerror', None) or exc}") from None
-        return parse_problems(text, base, path.resolve().parent)
+        return parse_problems(text, base, path.resolve().parent, protocol)
     # A thread's id alone continues its stored debate; the check against the database comes later.
     problem = problem_of(args) if (args.problem or args.problem_file or not args.thread_id) else ""
-    checked_context(Context(**base))
-    return [Entry(0, args.thread_id or new_thread_id(), problem, _compact(base))]
+    context = context_of(args)  # `debate run`'s: every setting checked, roundtable flags only with its protocol
+    return [Entry(0, args.thread_id or new_thread_id(), problem, _compact(dataclasses.asdict(context)), protocol)]
 
 
-def parse_problems(text: str, base: dict[str, Any], folder: Path) -> list[Entry]:
-    """Every line of a JSON Lines file as an entry; any bad line raises ConfigError naming them all."""
+def _base(args: argparse.Namespace, protocol: str | None) -> dict[str, Any]:
+    """The options every line of a file starts from (a roundtable's own only with ``--protocol roundtable``)."""
+    given = {k: getattr(args, k) for k in ROUNDTABLE_FLAGS if getattr(args, k) is not None}
+    if given and protocol != "roundtable":
+        raise UserError("--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable")
+    return {**context_fields(args), **given}
+
+
+def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str | None = None) -> list[Entry]:
+    """Every line of a JSON Lines file as an entry; any bad line raises ConfigError naming them all.
+
+    A line's ``"protocol"`` wins over ``protocol`` (the command line's).
+    """
     from debate_engine.graph.config import ConfigError
 
     entries: list[Entry] = []
@@ -97,7 +123,7 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path) -> list[Entry]
     for number, raw in enumerate(text.splitlines(), 1):
         if not raw.strip():
             continue
-        entry, errors = parse_line(number, raw, base, folder)
+        entry, errors = parse_line(number, raw, base, folder, protocol)
         if entry and entry.thread_id in seen:
             errors = [f"line {number}: thread_id: {entry.thread_id!r} is also on line {seen[entry.thread_id]}"]
         problems += errors
@@ -111,8 +137,11 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path) -> list[Entry]
     return entries
 
 
-def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path) -> tuple[Entry | None, list[str]]:
+def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path,
+               protocol: str | None = None) -> tuple[Entry | None, list[str]]:
     """One line: its entry, or the problems found (each naming the line and the field)."""
+    from debate_engine.app.queue import context_fields_of
+
     at = f"line {number}: "
     try:
         item = json.loads(raw)
@@ -120,28 +149,30 @@ def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path) -> tup
         return None, [f"{at}not valid JSON ({exc.msg} at column {exc.colno})"]
     if not isinstance(item, dict):
         return None, [f'{at}expected a JSON object such as {{"problem": "..."}}']
-    errors, fields = _line_fields(item, folder)
+    if "protocol" in item and item["protocol"] not in PROTOCOLS:
+        return None, [f"{at}protocol: {item['protocol']!r} is not one of {', '.join(sorted(PROTOCOLS))}"]
+    protocol = PROTOCOLS[item["protocol"]] if "protocol" in item else protocol
+    known = context_fields_of(protocol)
+    errors, fields = _line_fields(item, folder, known)
     problem, thread = item.get("problem"), item.get("thread_id")
     if not isinstance(problem, str) or not problem.strip():
         errors.insert(0, "problem: required, a non-empty string")
     if thread is not None and (not isinstance(thread, str) or not thread.strip()):
         errors.append(f"thread_id: {thread!r} is not a non-empty string")
+    settings = {k: v for k, v in {**base, **fields}.items() if k in known}
     if not errors:
-        errors = _resolve_problems({**base, **fields})
+        errors = _resolve_problems(settings, protocol)
     if errors:
         return None, [at + e for e in errors]
     assert isinstance(problem, str)  # checked above: a line without one has returned its errors
-    return Entry(number, thread.strip() if thread else new_thread_id(), problem.strip(), _compact({**base, **fields})), []
+    return Entry(number, thread.strip() if thread else new_thread_id(), problem.strip(), _compact(settings),
+                 protocol), []
 
 
-def _line_fields(item: dict[str, Any], folder: Path) -> tuple[list[str], dict[str, Any]]:
-    """The line's settings as ``Context`` fields, and the keys that are not settings."""
-    import dataclasses
-
-    from debate_engine.graph.context import Context
-
-    known = {f.name for f in dataclasses.fields(Context)}
-    errors = [f"{key}: unknown setting; use one of {', '.join(sorted(known | set(FIXED)))}"
+def _line_fields(item: dict[str, Any], folder: Path, known: set[str]) -> tuple[list[str], dict[str, Any]]:
+    """The line's settings as context fields, and the keys that are not settings."""
+    errors = [f'{key}: a roundtable setting; add "protocol": "roundtable"' if key in ROUNDTABLE_FLAGS else
+              f"{key}: unknown setting; use one of {', '.join(sorted(known | set(FIXED)))}"
               for key in item if key not in known and key not in FIXED]
     fields = {k: v for k, v in item.items() if k in known}
     config = item.get("config", item.get("config_file"))
@@ -156,27 +187,27 @@ def _line_fields(item: dict[str, Any], folder: Path) -> tuple[list[str], dict[st
     return errors, fields
 
 
-def _resolve_problems(fields: dict[str, Any]) -> list[str]:
+def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]:
     """Resolve the settings as the debate's setup will; the problems found, field first."""
+    from debate_engine.app.queue import context_for
     from debate_engine.graph.config import ConfigError
-    from debate_engine.graph.context import Context
     from debate_engine.memory.budget import BudgetError
     from debate_engine.providers.factory import ModelConfigError
 
     try:
-        checked_context(Context(**fields))
+        checked_context(context_for(protocol or "phases", fields))
     except (ConfigError, ModelConfigError, BudgetError) as exc:
         return list(getattr(exc, "problems", None) or [str(exc)])
     return []
 
 
 def _compact(fields: dict[str, Any]) -> dict[str, Any]:
-    """The settings that differ from a default ``Context``: what the job carries."""
+    """The settings that differ from the defaults (a roundtable's include a ``Context``'s): what the job carries."""
     import dataclasses
 
-    from debate_engine.graph.context import Context
+    from debate_engine.graph.context import RoundtableContext
 
-    defaults = dataclasses.asdict(Context())
+    defaults = dataclasses.asdict(RoundtableContext())
     return {k: v for k, v in fields.items() if v != defaults.get(k)}
 
 
@@ -188,18 +219,24 @@ async def _submit(db: str, entries: list[Entry]) -> None:
     async with open_queue(db) as (app, saver):
         await _check_threads(app, saver, entries)
         try:
-            await app.job_manager.batch_defer_jobs_async([new_job(e.thread_id, e.problem, e.context)
-                                                          for e in entries])
+            await app.job_manager.batch_defer_jobs_async([new_job(e.thread_id, e.problem, e.context,
+                                                                  e.protocol or "phases") for e in entries])
         except AlreadyEnqueued:
             raise UserError("another submit queued one of these threads just now; nothing was queued") from None
 
 
 async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
-    """Refuse finished, queued or running threads and a new problem on a stored thread; nothing is queued."""
+    """Refuse finished, queued or running threads, a new problem or another protocol on a stored thread.
+
+    Nothing is queued then; else a stored thread's entry takes the protocol it was started with.
+    """
+    from debate_engine.app.commands.resume import protocol_of
     from debate_engine.app.persistence import status_of
     from debate_engine.app.queue import QUEUE
+    from debate_engine.graph.builder import compile_debate
     from debate_engine.graph.config import ConfigError
 
+    reader = compile_debate(checkpointer=saver)  # reads either protocol's values: one state schema
     rows = await app.connector.execute_query_all_async(
         "SELECT lock, status::text AS status FROM procrastinate_jobs WHERE queue_name = %(queue)s "
         "AND lock = ANY(%(locks)s) AND status IN ('todo', 'doing')",
@@ -209,14 +246,28 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
     for entry in entries:
         at = f"line {entry.line}: thread_id: " if entry.line else "--thread-id: "
         status, _ = await status_of(saver, entry.thread_id)
-        if entry.thread_id in busy:
-            problems.append(f"{at}{entry.thread_id} is already {busy[entry.thread_id]}; see `debate jobs`")
-        elif status and status.get("phase") == "done":
-            problems.append(f"{at}{entry.thread_id} already holds a finished debate; see `debate show`")
-        elif status and entry.problem and entry.problem != status.get("problem", "").strip():
-            problems.append(f"{at}{entry.thread_id} holds another problem; submit its thread id alone to "
-                            "continue it, or use a new thread id")
-        elif not status and not entry.problem:
-            problems.append(f"{at}{entry.thread_id} holds no debate; give its PROBLEM")
+        config: Any = {"configurable": {"thread_id": entry.thread_id}}
+        stored = protocol_of((await reader.aget_state(config)).values) if status else None
+        problem = _refusal(entry, status, busy.get(entry.thread_id), stored)
+        if problem:
+            problems.append(at + problem)
+        entry.protocol = stored or entry.protocol
     if problems:
         raise ConfigError([*problems, "nothing was queued"])
+
+
+def _refusal(entry: Entry, status: dict[str, Any] | None, busy: str | None, stored: str | None) -> str | None:
+    """Why ``entry`` may not be queued, given its thread's job state and stored debate; None when it may."""
+    thread = entry.thread_id
+    if busy:
+        return f"{thread} is already {busy}; see `debate jobs`"
+    if status and status.get("phase") == "done":
+        return f"{thread} already holds a finished debate; see `debate show`"
+    if status and entry.problem and entry.problem != status.get("problem", "").strip():
+        return f"{thread} holds another problem; submit its thread id alone to continue it, or use a new thread id"
+    if not status and not entry.problem:
+        return f"{thread} holds no debate; give its PROBLEM"
+    if stored and entry.protocol and entry.protocol != stored:
+        name = "a roundtable" if stored == "roundtable" else "a phase debate"
+        return f"{thread} holds {name}, which continues on its own protocol; drop --protocol (or the line's)"
+    return None

@@ -86,8 +86,10 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
 
     from debate_engine.app.queue import QUEUE, open_queue, where
     from debate_engine.graph.builder import compile_debate
+    from debate_engine.graph.roundtable import compile_roundtable
 
     async with open_queue(db, size=concurrency + 1) as (app, saver):
+        graphs = {"phases": compile_debate(checkpointer=saver), "roundtable": compile_roundtable(checkpointer=saver)}
         sweeper = asyncio.create_task(_sweep(app, stall_s, name))
         print(f"[{name}] running up to {concurrency} debates at once from {where(db)}; a silent worker's "
               f"debates move on within {handover_bound(stall_s):g} s; stop with Ctrl-C or SIGTERM",
@@ -97,7 +99,7 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
                 queues=[QUEUE], name=name, concurrency=concurrency, wait=True,
                 fetch_job_polling_interval=POLL_S, shutdown_graceful_timeout=0,
                 update_heartbeat_interval=stall_s / 5, stalled_worker_timeout=stall_s,
-                additional_context={"graph": compile_debate(checkpointer=saver), "db": db, "worker": name},
+                additional_context={"graphs": graphs, "db": db, "worker": name},
                 install_signal_handlers=True, listen_notify=True,
             )
         finally:

@@ -258,6 +258,39 @@ def test_failed_debates_keep_their_turns_and_resume_or_a_resubmit_continues_them
     assert refused.returncode == 2 and "already holds a finished debate" in refused.stderr
 
 
+def test_a_queued_roundtable_runs_as_a_roundtable_and_a_resubmit_continues_one_on_its_own_protocol(
+    postgres_server: str, tmp_path: Path
+) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from debate_engine import RoundtableContext, compile_roundtable
+    from tests.integration.conftest import fresh_database
+
+    url = fresh_database(postgres_server)  # its own queue: `jobs --wait` waits for these debates only
+    team = ["--agents", ",".join(AGENTS), "--model", f"fake:words={WORDS}"]
+    with PostgresSaver.from_conn_string(url) as saver:  # a roundtable stopped after setup, outside the queue
+        saver.setup()
+        compile_roundtable(checkpointer=saver, interrupt_before=["turn"]).invoke(
+            {"problem": "Design a lock"}, {"configurable": {"thread_id": "rt-stopped"}},
+            context=RoundtableContext(agents=",".join(AGENTS), model=f"fake:words={WORDS}", turns=4))
+    queued = cli(url, "submit", "--protocol", "roundtable", "--turns", "3", *team, "--thread-id", "rt-new",
+                 "Design a cache")
+    assert queued.returncode == 0, queued.stderr
+    other = cli(url, "submit", "--thread-id", "rt-stopped", "--protocol", "phase")
+    assert other.returncode == 2 and "rt-stopped holds a roundtable" in other.stderr, other.stderr
+    again = cli(url, "submit", "--thread-id", "rt-stopped")
+    assert again.returncode == 0, again.stderr
+    with workers(url, ["w"], tmp_path):
+        done = cli(url, "jobs", "--wait", "--interval", "0.5", timeout=300)
+        assert done.returncode == 0, done.stderr + (tmp_path / "w.log").read_text()
+    values = stored(url, ["rt-new", "rt-stopped"])
+    for thread, turns in (("rt-new", 3), ("rt-stopped", 4)):
+        got = values[thread]
+        assert got["settings"]["protocol"] == "roundtable", thread
+        assert [t["kind"] for t in got["transcript"]] == ["message"] * turns + ["synthesis"], thread
+        assert [t["speaker"] for t in got["transcript"][:turns]] == (AGENTS * turns)[:turns], thread
+
+
 def test_workers_started_together_on_an_empty_database_all_come_up(postgres_server: str, tmp_path: Path) -> None:
     from tests.integration.conftest import fresh_database
 
