@@ -20,7 +20,7 @@ LAYERS = {
     "nodes": {"memory", "prompts", "providers", "calls", "graph"},
     "app": {"memory", "prompts", "providers", "calls", "graph", "nodes"},
 }
-# nodes may use only these graph modules: the state and run settings, never the builder or routing.
+# nodes may use only these graph modules: the state and run settings, never a builder.
 NODES_MAY_USE = {"debate_engine.graph.state", "debate_engine.graph.context", "debate_engine.graph.config"}
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 50
@@ -58,8 +58,8 @@ def test_imports_point_one_way(name: str, path: Path) -> None:
         if package == "nodes" and other == "graph":
             assert target in NODES_MAY_USE, f"{name} imports {target}; nodes use only the state and settings"
         if package == "graph" and other == "nodes":
-            assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable",
-                            "debate_engine.graph.routing"), name
+            assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable"), (
+                f"{name} imports {target}: only the builders may use nodes")
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:

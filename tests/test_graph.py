@@ -17,14 +17,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.types import Command
 
 from debate_engine import Context, compile_debate
-from debate_engine.graph.routing import (
-    after_clarify,
-    after_critique,
-    after_propose,
-    after_refine,
-    after_setup,
-    after_summarize,
-)
+from debate_engine.nodes.routes import after_setup, after_summarize, route
 from debate_engine.memory import perspective
 from debate_engine.providers.fake import FakeChatModel
 
@@ -305,13 +298,13 @@ def test_routers_are_pure_functions_of_plain_state() -> None:
     assert after_setup(state("setup", 0, clarify=True)) == "clarify"  # type: ignore[arg-type]
     assert after_setup(state("setup", 0, clarify=True, max_questions=0)) == "propose"  # type: ignore[arg-type]
     assert after_setup(state("setup", 0)) == "propose"  # type: ignore[arg-type]
-    assert after_clarify(state("clarify", 0)) == "propose"  # type: ignore[arg-type]
-    assert after_propose(state("propose", 1)) == "critique"  # type: ignore[arg-type]
-    assert after_propose(state("propose", 1, agents=1)) == "refine"  # type: ignore[arg-type]
-    assert after_critique(state("critique", 1)) == "refine"  # type: ignore[arg-type]
-    assert after_refine(state("refine", 1)) == "critique"  # type: ignore[arg-type]
-    assert after_refine(state("refine", 1, agents=1)) == "refine"  # type: ignore[arg-type]
-    assert after_refine(state("refine", 2)) == "synthesize"  # type: ignore[arg-type]
+    assert route(state("clarify", 0)) == "propose"  # type: ignore[arg-type]
+    assert route(state("propose", 1)) == "critique"  # type: ignore[arg-type]
+    assert route(state("propose", 1, agents=1)) == "refine"  # type: ignore[arg-type]
+    assert route(state("critique", 1)) == "refine"  # type: ignore[arg-type]
+    assert route(state("refine", 1)) == "critique"  # type: ignore[arg-type]
+    assert route(state("refine", 1, agents=1)) == "refine"  # type: ignore[arg-type]
+    assert route(state("refine", 2)) == "synthesize"  # type: ignore[arg-type]
     assert after_summarize(state("propose", 1, summarized_for="1:critique")) == "critique"  # type: ignore[arg-type]
     assert after_summarize(state("refine", 2, summarized_for="2:synthesize")) == "synthesize"  # type: ignore[arg-type]
 
@@ -321,9 +314,9 @@ def test_a_due_summary_is_routed_to_once_per_phase() -> None:
 
     long = [make_turn(i, speaker="a0", kind="proposal", round_no=1, content="x" * 3000) for i in range(3)]
     due = {"threshold": 1000, "minMessages": 1}
-    assert after_propose(state("propose", 1, transcript=long, summarization=due)) == "summarize"  # type: ignore[arg-type]
+    assert route(state("propose", 1, transcript=long, summarization=due)) == "summarize"  # type: ignore[arg-type]
     done = state("propose", 1, transcript=long, summarization=due, summarized_for="1:critique")
-    assert after_propose(done) == "critique"  # type: ignore[arg-type]
+    assert route(done) == "critique"  # type: ignore[arg-type]
 
 
 def test_the_drawing_has_one_node_per_phase() -> None:

@@ -16,7 +16,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from debate_engine import RoundtableContext, compile_debate, compile_roundtable
+from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
 from debate_engine.app.cli import _parser, main
 from debate_engine.app.commands import submit
 from debate_engine.app.queue import drive_thread, new_job
@@ -98,6 +98,19 @@ def test_a_roundtable_stopped_before_setup_resumes_as_a_roundtable(tmp_path: Pat
     assert values["settings"]["protocol"] == "roundtable" and values["settings"]["roundtable"]["max_turns"] == 3
     assert kinds(values) == ["message"] * 3 + ["synthesis"]
     assert [a["id"] for a in values["settings"]["agents"]] == ["kiss", "security"]
+
+
+def test_a_phase_debate_stopped_before_setup_resumes_with_its_own_settings(tmp_path: Path) -> None:
+    db, config = tmp_path / "pre.sqlite", {"configurable": {"thread_id": "pre"}}
+    with sqlite3.connect(db, check_same_thread=False) as conn:  # settings only in the run's context
+        stopped = compile_debate(checkpointer=SqliteSaver(conn), interrupt_before=["setup"])
+        stopped.invoke({"problem": "Design a cache"}, config, context=Context(**TEAM, rounds=1))
+    assert main(["resume", "pre", "--db", str(db), "--quiet"]) == 0
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        values = compile_debate(checkpointer=SqliteSaver(conn)).get_state(config).values
+    assert [a["id"] for a in values["settings"]["agents"]] == ["kiss", "security"]  # not the default agents
+    assert values["settings"]["rounds"] == 1 and values["settings"]["protocol"] == "phases"
+    assert kinds(values) == ["proposal"] * 2 + ["critique"] * 2 + ["refinement"] * 2 + ["synthesis"]
 
 
 @pytest.mark.parametrize("context", [None, {"model": "fake", "turns": 2}, RoundtableContext(model="fake", turns=2)])

@@ -1,0 +1,40 @@
+"""Routers: pure functions of the state, typed so a unit test can call them with a plain dict.
+
+Before each phase the debate goes through ``summarize`` when some speaker's
+(or the judge's) summary trigger fires, at most once per phase. A phase that
+the spend cap refused leads straight to the judge. The builder names, edge by
+edge, which of these destinations each node can reach (its ``path_map``), so
+Studio draws only the real edges.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.schedule import next_step
+from debate_engine.nodes.summarize import due
+
+Next = Literal["clarify", "summarize", "propose", "critique", "refine", "turn", "moderate", "synthesize", "__end__"]
+
+
+def route(state: ConversationState) -> Next:
+    """The next node: a summary when one is due, else the next phase."""
+    step, _ = next_step(state)
+    if step == "done":
+        return "__end__"
+    return "summarize" if due(state) else step
+
+
+def after_setup(state: ConversationState) -> Next:
+    """Ask for clarifications when configured, else start the first phase."""
+    settings = state["settings"]
+    if settings.get("clarify") and settings.get("max_questions", 0) > 0:
+        return "clarify"
+    return route(state)
+
+
+def after_summarize(state: ConversationState) -> Next:
+    """The step the summaries were made for."""
+    step, _ = next_step(state)
+    return "__end__" if step == "done" else step
