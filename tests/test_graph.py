@@ -17,8 +17,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langgraph.types import Command
 
 from debate_engine import Context, compile_debate
-from debate_engine.nodes.routes import after_setup, after_summarize, route
 from debate_engine.memory import perspective
+from debate_engine.nodes.routes import after_setup, after_summarize, route
 from debate_engine.providers.fake import FakeChatModel
 
 ROLES = ("architect", "performance", "security", "testing", "kiss")
