@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from debate_engine.memory.facets import registry_digest
+
 ROUND_KINDS = {"proposal": "Proposals", "critique": "Critiques", "refinement": "Refinements"}
 """What a phase debate's round holds, in order, with its section title."""
 PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "synthesis", "summary")
@@ -30,6 +32,7 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
         "spend": values.get("spend"),
         "stopped": values.get("stopped"),
         "moderation": values.get("moderation"),
+        "facets": values.get("facets") or {},
     }
 
 
@@ -68,6 +71,7 @@ def render_report(values: dict[str, Any]) -> str:
     for r in sorted({t["round"] for t in transcript if t["round"] > 0 and t["kind"] in ROUND_KINDS}):
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
+    lines += _recorded(values.get("facets") or {})
     lines += _solution(values.get("solution"))
     lines += _figures(values)
     return "\n".join(lines) + "\n"
@@ -127,6 +131,17 @@ def _summaries(log: list[dict[str, Any]]) -> list[str]:
         lines.append(f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s.get('calls', 1)} "
                      f"| {s['strategy']} | {_cell(s['reason'])} | {s['tokens_before']} → {s['tokens_after']} "
                      f"| {s['status']}{error} |")
+    return lines
+
+
+def _recorded(registry: dict[str, dict[str, Any]]) -> list[str]:
+    """What the summaries recorded across the whole debate, most referenced first (the judge is shown the same)."""
+    digest = registry_digest(registry, per_facet=12)
+    if not digest:
+        return []
+    lines = ["", "## Recorded across the summaries", "", "| facet | item | summaries that recorded it |", "|---|---|---|"]
+    for title, items in digest:
+        lines += [f"| {title} | {_cell(text)} | {count} |" for text, count in items]
     return lines
 
 

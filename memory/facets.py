@@ -8,7 +8,7 @@ full.
 from __future__ import annotations
 
 import re
-from typing import cast
+from typing import Any, cast
 
 from debate_engine.memory.records import SummaryFacets
 
@@ -92,3 +92,30 @@ def render_summary(narrative: str, facets: SummaryFacets, max_length: int) -> st
     room = max_length - len(facet_text) - (2 if facet_text else 0)
     story = clip_at_boundary(" ".join(narrative.split()), room) if room > 0 else ""
     return "\n\n".join(p for p in (facet_text, story) if p)
+
+
+REGISTRY_FACETS = ("decisions", "unresolved", "action_items", "domain_entities")
+"""What the judge and the report are shown from the registry: the debate's outcome and its identifiers."""
+
+
+def registry_digest(registry: dict[str, dict[str, Any]], per_facet: int = 8) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Per facet, the items the most summaries recorded (ties: the most recently seen first).
+
+    A long debate's summaries cap their facet lists, so an early decision can
+    fall out of every summary; the registry keeps it, and how often it came up.
+    """
+    out = []
+    for name in REGISTRY_FACETS:
+        entries = list((registry.get(name) or {}).values())
+        entries.sort(key=lambda e: (-int(e.get("count", 1)), -int(e.get("last_seen", 0))))
+        if entries:
+            out.append((FACET_TITLES[name], [(str(e["text"]), int(e.get("count", 1))) for e in entries[:per_facet]]))
+    return out
+
+
+def render_digest(registry: dict[str, dict[str, Any]], per_facet: int = 8) -> str:
+    """The digest as lines for a prompt: ``- Decisions: a (x3); b``."""
+    lines = []
+    for title, items in registry_digest(registry, per_facet):
+        lines.append(f"- {title}: " + "; ".join(text + (f" (x{count})" if count > 1 else "") for text, count in items))
+    return "\n".join(lines)

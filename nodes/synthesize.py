@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from debate_engine.graph.state import ConversationState, Solution
+from debate_engine.memory.facets import render_digest
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.spend import left_for_judge
@@ -41,10 +42,17 @@ def plan(state: ConversationState) -> list[Call]:
         rounds=state["round"],
         participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
         summary_note=" and in the summary of its earlier part" if summary else "",
+        recorded=recorded_note(state),
     )
     budget = capped_budget(judge, left_for_judge(state))  # under a spend cap: what is left, kept back for it
     return [agent_call(state, judge, summary, kind="synthesis", round_no=state["round"], task=ask,
                        schema=JudgeSolution, budget=budget)]
+
+
+def recorded_note(state: ConversationState) -> str:
+    """What every summary recorded, most referenced first: decisions that fell out of capped summaries stay seen."""
+    digest = render_digest(state.get("facets") or {})
+    return f"\nRecorded across the debate's summaries, most referenced first:\n{digest}\n" if digest else ""
 
 
 def to_solution(reply: Reply) -> Solution:

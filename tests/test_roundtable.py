@@ -88,6 +88,23 @@ def test_an_identifier_once_in_the_facets_stays_in_the_registry() -> None:
     assert sum(e["count"] for e in registry.values()) == total  # every sighting counted, none lost
 
 
+def test_the_judge_and_the_report_are_shown_what_every_summary_recorded() -> None:
+    from debate_engine.app.report import render_report
+    from debate_engine.nodes.synthesize import plan
+
+    graph = compile_roundtable()
+    values = run(RoundtableContext(model="fake:words=30", agents="architect,security", turns=120, summary_every=20),
+                 graph=graph, problem="Shard by tenant_51_9epxb in rate_limiter.py")
+    state = graph.get_state({"configurable": {"thread_id": "t"}}).values
+    entities = state["facets"]["domain_entities"]
+    top = max(entities.values(), key=lambda e: e["count"])
+    assert top["count"] > 1
+    judge_prompt = plan(state)[0].user
+    assert "Recorded across the debate's summaries" in judge_prompt and top["text"] in judge_prompt
+    report = render_report(state)
+    assert "## Recorded across the summaries" in report and f"| Entities | {top['text']} | {top['count']} |" in report
+
+
 def test_the_moderator_picks_speakers_and_may_end_the_debate() -> None:
     graph = compile_roundtable()
     values = run(RoundtableContext(model="fake:words=20", agents="architect,security,kiss", turns=30,
