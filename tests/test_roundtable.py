@@ -93,8 +93,8 @@ def test_the_judge_and_the_report_are_shown_what_every_summary_recorded() -> Non
     from debate_engine.nodes.synthesize import plan
 
     graph = compile_roundtable()
-    values = run(RoundtableContext(model="fake:words=30", agents="architect,security", turns=120, summary_every=20),
-                 graph=graph, problem="Shard by tenant_51_9epxb in rate_limiter.py")
+    run(RoundtableContext(model="fake:words=30", agents="architect,security", turns=120, summary_every=20),
+        graph=graph, problem="Shard by tenant_51_9epxb in rate_limiter.py")
     state = graph.get_state({"configurable": {"thread_id": "t"}}).values
     entities = state["facets"]["domain_entities"]
     top = max(entities.values(), key=lambda e: e["count"])
