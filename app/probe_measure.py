@@ -5,7 +5,7 @@ from __future__ import annotations
 from statistics import mean
 from typing import Any
 
-from debate_engine.app.probe import Fact, contains
+from debate_engine.app.probe_facts import Fact, contains
 
 MODEL_KINDS = ("proposal", "critique", "refinement", "message", "synthesis")
 

@@ -9,7 +9,8 @@ import pytest
 
 from debate_engine import Context
 from debate_engine.app.cli import main
-from debate_engine.app.probe import briefings, contains, landed, make_facts, reply_notes, run_probe
+from debate_engine.app.probe import run_probe
+from debate_engine.app.probe_facts import briefings, contains, landed, make_facts, reply_notes
 from debate_engine.app.probe_measure import render
 
 

@@ -40,7 +40,8 @@ def _plant_rounds(text: str) -> list[int]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.probe import make_facts, run_probe
+    from debate_engine.app.probe import run_probe
+    from debate_engine.app.probe_facts import make_facts
     from debate_engine.app.probe_measure import render
     from debate_engine.app.progress import Progress
     from debate_engine.graph.config import resolve
