@@ -1,9 +1,12 @@
 """Our memory for anyone's agent: summarize a ``messages`` list safely.
 
 ``find_safe_split`` never separates an ``AIMessage``'s tool calls from their
-``ToolMessage``s: it pairs them by ``tool_call_id``, parallel calls included,
-which ``trim_messages``, LangChain's ``SummarizationMiddleware`` (its issue
-#38352) and langmem (its issue #126) do not.
+``ToolMessage``s: it pairs them by ``tool_call_id`` across the whole kept
+tail, so an answer that comes after another message (a second call, a human
+turn) still brings its call along. LangChain's ``SummarizationMiddleware``
+(1.5) cuts where we do when every call is followed by its answers, but it
+checks only the message at the cut and keeps such a late answer without its
+call (its issue #38352); ``tests/test_safe_split.py`` shows where.
 """
 
 from __future__ import annotations

@@ -1,10 +1,21 @@
-"""Tool-call integrity: a kept tail never splits a call from its answers."""
+"""Tool-call integrity: a kept tail never splits a call from its answers.
+
+The tail is compared with what LangChain's own ``SummarizationMiddleware``
+keeps of the same messages, to show where the two differ and that ours is
+the one that never keeps an answer without its call.
+"""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain.agents import create_agent
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.prebuilt import create_react_agent
+from langgraph.runtime import Runtime
 
 from debate_engine.memory import find_safe_split, make_pre_model_hook, summarize_messages
 from debate_engine.providers.fake import FakeChatModel
@@ -135,3 +146,119 @@ def test_pre_model_hook_summarizes_long_histories_for_the_model_only() -> None:
     assert model.calls == 1 and len(out) == 3
     assert out[0].content.startswith("Summary of the earlier conversation") and out[1:] == messages[2:]
     assert state["messages"] == messages, "the thread's messages stay whole"
+
+
+def label(message: BaseMessage) -> str:
+    if isinstance(message, ToolMessage):
+        return f"Tool({message.tool_call_id})"
+    if isinstance(message, AIMessage) and message.tool_calls:
+        return f"AI({','.join(c['id'] for c in message.tool_calls)})"
+    return type(message).__name__.removesuffix("Message")
+
+
+def middleware_tail(messages, keep: int) -> list[BaseMessage]:
+    """Run the real middleware, told to summarize, and return what it keeps after its summary."""
+    middleware = SummarizationMiddleware(FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", keep))
+    update = middleware.before_model({"messages": list(messages)}, Runtime())
+    if update is None:
+        return list(messages)
+    _remove_all, summary, *tail = update["messages"]
+    assert summary.content.startswith("Here is a summary of the conversation to date")
+    return tail
+
+
+def orphans(tail) -> set[str]:
+    """Answers in ``tail`` whose call is not in it: a provider rejects them."""
+    calls = {c["id"] for m in tail if isinstance(m, AIMessage) for c in m.tool_calls}
+    return {m.tool_call_id for m in tail if isinstance(m, ToolMessage)} - calls
+
+
+ISSUE_SHAPE = [HumanMessage("q"), ai("c1"), HumanMessage("more"), ai("c2"), tool("c1"), tool("c2"), AIMessage("done")]
+
+
+def test_the_middleware_orphans_an_answer_that_ours_keeps_with_its_call() -> None:
+    # The cut lands on Tool(c1); the middleware walks back to the first AIMessage
+    # sharing any id with the run of answers (AI(c2)) and stops there.
+    kept = middleware_tail(ISSUE_SHAPE, 3)
+    assert [label(m) for m in kept] == ["AI(c2)", "Tool(c1)", "Tool(c2)", "AI"]
+    assert orphans(kept) == {"c1"}
+    ours = ISSUE_SHAPE[find_safe_split(ISSUE_SHAPE, 3) :]
+    assert [label(m) for m in ours] == ["AI(c1)", "Human", "AI(c2)", "Tool(c1)", "Tool(c2)", "AI"]
+    assert orphans(ours) == set()
+
+
+def test_the_middleware_orphans_when_the_cut_lands_between_two_calls() -> None:
+    # The cut lands on AI(c2), not on a ToolMessage, so the middleware keeps it as
+    # it is; fixing the walk back from a ToolMessage (langchain #38352) would not help.
+    messages = [HumanMessage("q"), ai("c1"), ai("c2"), tool("c1"), tool("c2")]
+    kept = middleware_tail(messages, 3)
+    assert [label(m) for m in kept] == ["AI(c2)", "Tool(c1)", "Tool(c2)"]
+    assert orphans(kept) == {"c1"}
+    assert [label(m) for m in messages[find_safe_split(messages, 3) :]] == ["AI(c1)", "AI(c2)", "Tool(c1)", "Tool(c2)"]
+
+
+def test_parallel_calls_are_kept_whole_by_both() -> None:
+    messages = [HumanMessage("q"), ai("a", "b"), tool("a"), tool("b"), AIMessage("answer"), HumanMessage("next")]
+    for keep in range(1, len(messages) + 1):
+        kept = middleware_tail(messages, keep)
+        assert kept == messages[find_safe_split(messages, keep) :], keep
+        assert orphans(kept) == set()
+    assert [label(m) for m in middleware_tail(messages, 3)] == ["AI(a,b)", "Tool(a)", "Tool(b)", "AI", "Human"]
+
+
+class RecordingModel(GenericFakeChatModel):
+    """Remember what the agent's model was shown."""
+
+    seen: list = []
+
+    def _generate(self, messages, *args, **kwargs):
+        self.seen.append(messages)
+        return super()._generate(messages, *args, **kwargs)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_what_each_agent_model_is_shown() -> None:
+    history = [*ISSUE_SHAPE, HumanMessage("go on")]
+    theirs = RecordingModel(messages=iter([AIMessage("fine")]), seen=[])
+    middleware = SummarizationMiddleware(FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", 4))
+    create_agent(theirs, tools=[], middleware=[middleware]).invoke({"messages": list(history)})
+    assert [label(m) for m in theirs.seen[0]] == ["Human", "AI(c2)", "Tool(c1)", "Tool(c2)", "AI", "Human"]
+    ours = RecordingModel(messages=iter([AIMessage("fine")]), seen=[])
+    hook = make_pre_model_hook(FakeChatModel(words=5), keep_last=4, max_tokens=1)
+    create_react_agent(ours, tools=[], pre_model_hook=hook).invoke({"messages": list(history)})
+    shown = [label(m) for m in ours.seen[0]]
+    assert shown == ["System", "AI(c1)", "Human", "AI(c2)", "Tool(c1)", "Tool(c2)", "AI", "Human"]
+
+
+@st.composite
+def agent_loops(draw):
+    """Histories an agent loop writes: every call's answers right after it."""
+    messages, n = [], 0
+    for _ in range(draw(st.integers(1, 5))):
+        messages.append(HumanMessage("h"))
+        for _ in range(draw(st.integers(0, 3))):
+            ids = [f"c{n + i}" for i in range(draw(st.integers(1, 3)))]
+            n += len(ids)
+            messages.append(ai(*ids))
+            messages.extend(tool(c) for c in draw(st.permutations(ids)))
+        messages.append(AIMessage("a"))
+    return messages
+
+
+@settings(max_examples=200, deadline=None)
+@given(agent_loops(), st.integers(1, 30))
+def test_on_agent_loop_histories_the_middleware_cuts_where_we_do(messages, keep) -> None:
+    kept = middleware_tail(messages, keep)
+    assert kept == messages[find_safe_split(messages, keep) :]
+    assert orphans(kept) == set()
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), st.integers(1, 30))
+def test_where_the_middleware_differs_it_orphans_an_answer(messages, keep) -> None:
+    kept = middleware_tail(messages, keep)
+    theirs, ours = len(messages) - len(kept), find_safe_split(messages, keep)
+    head_answers = {m.tool_call_id for m in messages[:theirs] if isinstance(m, ToolMessage)}
+    assert not head_answers & {c["id"] for m in kept if isinstance(m, AIMessage) for c in m.tool_calls}, "a call lost"
+    assert ours <= theirs, "ours never keeps less"
+    assert ours == theirs or orphans(kept), "ours keeps more only to save an answer"
