@@ -1,9 +1,10 @@
 """The ``debate`` command line: run, list, show, report and resume debates.
 
 Exit codes: 0 done, 2 bad input or config, 3 provider failure, 4 summarizing
-failed with ``abortOnFailure``, 130 interrupted (SIGINT), 143 terminated
-(SIGTERM). Every step is checkpointed, so a stopped, failed or killed run
-keeps its finished turns and continues with ``debate resume``.
+failed with ``abortOnFailure``, 5 the database failed during the run, 130
+interrupted (SIGINT), 143 terminated (SIGTERM). Every step is checkpointed, so
+a stopped, failed or killed run keeps its finished turns and continues with
+``debate resume``. Nothing printed or logged shows a secret or a password.
 
 Heavy modules (LangGraph, LangChain) are imported inside the commands, so
 ``debate --help`` and ``debate --version`` start at once.
@@ -27,10 +28,15 @@ from debate_engine.app.errors import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
     EXIT_PROVIDER,
+    EXIT_STORAGE,
     EXIT_SUMMARY,
     EXIT_TERMINATED,
     UserError,
 )
+from debate_engine.providers.secrets import redact_logs
+
+STORAGE_HINT = "The turns saved before the failure are kept; when the database works again,"
+"""What a storage failure leaves: not the turn whose write failed, which the resume makes again."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``debate`` console script."""
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
+    redact_logs()
     args = _parser().parse_args(argv)
     try:
         return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
@@ -56,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _failure(exc: BaseException, args: argparse.Namespace) -> int:
+    from debate_engine.app.persistence import StorageFailure
     from debate_engine.app.runner import Stopped
     from debate_engine.nodes.summarize import SummarizationAborted
     from debate_engine.providers.errors import is_provider_error
@@ -67,8 +75,11 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
         text = "\n  ".join(["invalid input:", *problems] if len(problems) > 1 else problems)
         print(redact(f"error: {text}"), file=sys.stderr)
         return EXIT_INPUT
+    hint = "Every finished turn is saved;"
     if isinstance(exc, Stopped):
         code, message = (EXIT_INTERRUPTED, "interrupted") if exc.signum == 2 else (EXIT_TERMINATED, "terminated")
+    elif isinstance(exc, StorageFailure):
+        code, message, hint = EXIT_STORAGE, str(exc), STORAGE_HINT
     elif isinstance(exc, SummarizationAborted):
         code, message = EXIT_SUMMARY, str(exc)
     elif isinstance(exc, LocalModelError):
@@ -77,7 +88,7 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
         code, message = EXIT_PROVIDER, f"the model provider failed: {exc}"
     else:
         raise exc
-    print(redact(f"error: {message}{_resume_hint(args)}"), file=sys.stderr)
+    print(redact(f"error: {message}{_resume_hint(args, hint)}"), file=sys.stderr)
     return code
 
 
@@ -90,12 +101,13 @@ def _is_input_error(exc: BaseException) -> bool:
     return isinstance(exc, UserError | ConfigError | ModelConfigError | StorageError | BudgetError)
 
 
-def _resume_hint(args: argparse.Namespace) -> str:
+def _resume_hint(args: argparse.Namespace, lead: str) -> str:
+    """How to continue the debate a failed ``run`` or ``resume`` stopped; the caller masks the URL's password."""
     thread = getattr(args, "thread_id", None) or getattr(args, "thread", None)
-    if not thread:
+    if args.command not in ("run", "resume") or not thread:
         return ""
     db = f" --db {args.db}" if getattr(args, "db", None) else ""
-    return f"\nEvery finished turn is saved; continue with: debate resume {thread}{db}"
+    return f"\n{lead} continue with: debate resume {thread}{db}"
 
 
 def entry() -> Any:

@@ -9,6 +9,8 @@ EXIT_PROVIDER = 3
 """A model provider failed after retries; finished turns are kept and the debate resumes."""
 EXIT_SUMMARY = 4
 """A summary failed and ``abortOnFailure`` is set."""
+EXIT_STORAGE = 5
+"""The database failed during a run (disk full, server gone); what was saved stays and the debate resumes."""
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141

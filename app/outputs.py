@@ -37,23 +37,29 @@ TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 
 
 def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
-    """Write the outputs asked for and print the solution (or say how to continue)."""
+    """Write the outputs asked for and print the solution (or say how to continue).
+
+    Everything is redacted on the way out too: a debate stored by an older
+    version, or a model that repeats a secret, must not put it on screen or disk.
+    """
     from debate_engine.app.report import export_state, render_report
     from debate_engine.nodes.synthesize import render_solution
+    from debate_engine.providers.secrets import redact
 
     output = getattr(args, "output", None)
     if output and Path(output).suffix.lower() in TEXT_SUFFIXES:
         if values.get("solution"):
-            Path(output).write_text(render_solution(values["solution"]) + "\n", encoding="utf-8")
+            Path(output).write_text(redact(render_solution(values["solution"])) + "\n", encoding="utf-8")
         else:
             print(f"--output {output}: no solution to write yet", file=sys.stderr)
     elif output:
-        Path(output).write_text(json.dumps(export_state(values), indent=2, ensure_ascii=False), encoding="utf-8")
+        text = json.dumps(export_state(values), indent=2, ensure_ascii=False)
+        Path(output).write_text(redact(text), encoding="utf-8")
     if getattr(args, "report", None):
-        Path(args.report).write_text(render_report(values), encoding="utf-8")
+        Path(args.report).write_text(redact(render_report(values)), encoding="utf-8")
     solution = values.get("solution")
     if solution:
-        print(render_solution(solution))
+        print(redact(render_solution(solution)))
         return EXIT_OK
     print("the debate has not finished; continue it with `debate resume`", file=sys.stderr)
     return EXIT_OK

@@ -9,14 +9,15 @@ never a whole debate, and one process at a time may run a thread.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import hashlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -40,6 +41,10 @@ class ThreadBusy(StorageError):
     """Another process is running this debate."""
 
 
+class StorageFailure(RuntimeError):
+    """The database failed after it was opened (disk full, server gone): what was saved before stays."""
+
+
 def default_db() -> str:
     """The database the command line uses when ``--db`` is not given."""
     if os.environ.get("DEBATE_DB"):
@@ -53,6 +58,11 @@ def is_postgres(db: str) -> bool:
     return db.startswith(("postgres://", "postgresql://"))
 
 
+def is_storage_error(exc: BaseException) -> bool:
+    """True for an error of SQLite or psycopg, the two databases the checkpointers use."""
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
+
+
 def serde() -> Any:
     """The serializer: our records are plain dicts, so nothing needs registering."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -62,38 +72,57 @@ def serde() -> Any:
 
 @asynccontextmanager
 async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
-    """Open the async checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed."""
-    if is_postgres(db):
-        async with _postgres(db) as saver:
+    """Open the async checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed.
+
+    A failure while opening is the user's setting (:class:`StorageError`); one
+    after, while a debate reads or writes, is :class:`StorageFailure`: the
+    debate was under way and resumes once the database works again.
+    """
+    async with AsyncExitStack() as stack:
+        saver = await (_open_postgres if is_postgres(db) else _open_sqlite)(stack, db)
+        try:
             yield saver
-        return
+        except Exception as exc:
+            if not is_storage_error(exc):
+                raise
+            raise StorageFailure(_failed(db, exc)) from None
+
+
+def _failed(db: str, exc: BaseException) -> str:
+    """What failed, in words, without the URL's password or any configured secret."""
+    from debate_engine.providers.secrets import redact
+
+    detail = " ".join(str(exc).split())[:300]
+    return redact(f"the debate database {db} failed ({type(exc).__name__}: {detail})")
+
+
+async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    path = _sqlite_path(db)
+    path = await asyncio.to_thread(_sqlite_path, db)
     try:
-        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-            await saver.conn.execute("PRAGMA journal_mode=WAL")
-            await saver.conn.execute("PRAGMA busy_timeout=30000")  # wait out a closing writer under load
-            await saver.setup()
-            yield saver
+        saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
+        await saver.conn.execute("PRAGMA journal_mode=WAL")
+        await saver.conn.execute("PRAGMA busy_timeout=30000")  # wait out a closing writer under load
+        await saver.setup()
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the debate database {path}: {exc}; pass --db PATH") from None
+    return saver
 
 
-@asynccontextmanager
-async def _postgres(db: str) -> AsyncIterator[BaseCheckpointSaver]:
+async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     except ImportError:
         raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
     try:
-        async with AsyncPostgresSaver.from_conn_string(db) as saver:
-            await saver.setup()
-            yield saver
+        saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
+        await saver.setup()
     except Exception as exc:
-        if type(exc).__module__.split(".")[0] != "psycopg":
+        if not is_storage_error(exc):
             raise
         raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+    return saver
 
 
 def _expanded(db: str) -> Path:
@@ -140,22 +169,31 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, 
     return found.checkpoint.get("channel_values", {}).get("status"), waiting
 
 
-@contextmanager
-def thread_lock(db: str, thread: str) -> Iterator[None]:
+@asynccontextmanager
+async def athread_lock(db: str, thread: str) -> AsyncIterator[None]:
     """Hold the thread for this process; refuse when another process holds it.
 
-    SQLite: a file lock next to the database. PostgreSQL: a session-level
-    advisory lock (``pg_try_advisory_lock``) on a connection of its own, so
-    processes on any machine sharing the database exclude each other. Either
-    is released when the process dies, even by SIGKILL.
+    SQLite: a file lock next to the database, taken in a worker thread. PostgreSQL:
+    a session-level advisory lock (``pg_try_advisory_lock``) on an async connection
+    of its own, so processes on any machine sharing the database exclude each
+    other. Either is released when the process dies, even by SIGKILL.
     """
     if is_postgres(db):
-        with _advisory_lock(db, thread):
+        async with _advisory_lock(db, thread):
             yield
         return
-    base = _expanded(db)
+    handle = await asyncio.to_thread(_file_lock, db, thread)
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _file_lock(db: str, thread: str) -> IO[str]:
+    """The open, locked file that holds ``thread`` of the SQLite database ``db``."""
     tag = hashlib.sha256(thread.encode()).hexdigest()[:16]
-    folder = Path(f"{base}.locks")
+    folder = Path(f"{_expanded(db)}.locks")
     folder.mkdir(parents=True, exist_ok=True)
     handle = open(folder / f"{tag}.lock", "w")  # noqa: SIM115 - held for the whole run
     try:
@@ -163,11 +201,7 @@ def thread_lock(db: str, thread: str) -> Iterator[None]:
     except BlockingIOError:
         handle.close()
         raise _busy(thread) from None
-    try:
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
+    return handle
 
 
 LOCK_SESSION_SQL = ("SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 2", "SET tcp_keepalives_count = 3")
@@ -183,26 +217,8 @@ def _busy(thread: str) -> ThreadBusy:
     return ThreadBusy(f"debate {thread} is running in another process; wait for it or stop it first")
 
 
-@contextmanager
-def _advisory_lock(db: str, thread: str) -> Iterator[None]:
-    import psycopg
-
-    try:
-        conn = psycopg.connect(db, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
-    with conn:
-        for setting in LOCK_SESSION_SQL:
-            conn.execute(setting)  # type: ignore[arg-type]
-        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),)).fetchone()
-        if not row or not row[0]:
-            raise _busy(thread)
-        yield  # closing the connection ends the session and releases the lock
-
-
 @asynccontextmanager
-async def athread_lock(db: str, thread: str) -> AsyncIterator[None]:
-    """:func:`thread_lock` for PostgreSQL inside an event loop (the queue's workers)."""
+async def _advisory_lock(db: str, thread: str) -> AsyncIterator[None]:
     import psycopg
 
     try:
@@ -215,13 +231,13 @@ async def athread_lock(db: str, thread: str) -> AsyncIterator[None]:
         row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),))).fetchone()
         if not row or not row[0]:
             raise _busy(thread)
-        yield
+        yield  # closing the connection ends the session and releases the lock
 
 
-def thread_busy(db: str, thread: str) -> bool:
+async def athread_busy(db: str, thread: str) -> bool:
     """True when another process runs ``thread`` now."""
     try:
-        with thread_lock(db, thread):
+        async with athread_lock(db, thread):
             return False
     except ThreadBusy:
         return True

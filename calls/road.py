@@ -153,7 +153,7 @@ def _runnable(request: Request, spec: str, structured: bool, loop: int) -> Runna
     model = chat_model(spec, temperature=request.temperature, max_tokens=request.max_tokens,
                        timeout_s=request.timeout_s, loop=loop)
     runnable: Runnable[Any, Any] = model
-    if structured:
+    if structured and request.schema is not None:
         try:
             runnable = model.with_structured_output(request.schema, method="function_calling", include_raw=True)
         except NotImplementedError:
@@ -166,8 +166,8 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     ms = int((time.perf_counter() - started) * 1000)
     if isinstance(out, BaseException):
         outcome: Outcome = "timeout" if isinstance(out, TimeoutError) else "failed"
-        error = redact(f"{type(out).__name__}: {out}")[:500]
-        return _Result(Attempt(model=spec, outcome=outcome, usage=None, latency_ms=ms, error=error), "", None, False)
+        why = redact(f"{type(out).__name__}: {out}")[:500]
+        return _Result(Attempt(model=spec, outcome=outcome, usage=None, latency_ms=ms, error=why), "", None, False)
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
@@ -177,12 +177,13 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     # With a schema, a plain answer is read for JSON too: small models often write it instead of a tool call.
     given = out.get("parsed") if structured else None
     parsed = parse_structured(request.schema, raw, given) if request.schema else None
+    error: str | None = None
     if structured and parsed is None:
         outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"
     elif not structured and not text:
         outcome, error = "empty", "the model returned an empty reply"
     else:
-        outcome, error = ("cut" if cut else "ok"), None
+        outcome = "cut" if cut else "ok"
     return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error), text, parsed, cut)
 
 

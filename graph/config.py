@@ -8,6 +8,8 @@ defaults. Every problem is collected and reported at once.
 from __future__ import annotations
 
 import dataclasses
+import typing
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -42,27 +44,43 @@ __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve
 
 
 def check_context(context: Context) -> tuple[Context, list[str]]:
-    """Validate a context's types (raising ConfigError) and return its range problems.
+    """Validate a context against its schema: types and ranges, every problem named at once.
 
     A dev-server run may send anything; a value of the wrong type ends the check at once.
     """
     try:
-        context = TypeAdapter(type(context)).validate_python(dataclasses.asdict(context))
+        return TypeAdapter(type(context)).validate_python(dataclasses.asdict(context)), []
     except ValidationError as exc:
-        raise ConfigError([f"{e['loc'][0]}: {e['msg']} (got {e.get('input')!r})" for e in exc.errors()]) from None
+        problems = [_problem(type(context), e) for e in exc.errors()]
     except TypeError as exc:
         raise ConfigError([f"context: {exc}"]) from None
-    problems = []
-    for name, low, high in (("rounds", 1, MAX_ROUNDS), ("context_window", 512, 10_000_000),
-                            ("turns", 1, MAX_ROUNDS), ("summary_every", 2, MAX_ROUNDS),
-                            ("view_system", 64, 10**6), ("view_summary", 64, 10**6), ("view_recent", 64, 10**6),
-                            ("max_tokens", 1, 10**12), ("max_cost", 1e-9, 10**9),
-                            ("max_output_tokens", 16, 1_000_000), ("max_concurrency", 1, 10_000),
-                            ("max_questions", 0, 20), ("timeout_s", 0.001, 86_400)):
-        value = getattr(context, name, None)
-        if value is not None and not low <= value <= high:
-            problems.append(f"{name}: {value!r} is out of range; use a number from {low} to {high}")
-    return context, problems
+    if any(not p.startswith(RANGE) for p in problems):
+        raise ConfigError(problems)
+    return context, [p[len(RANGE):] for p in problems]
+
+
+RANGE = "range:"
+
+
+def _problem(kind: type[Context], error: Any) -> str:
+    """One validation error as the user reads it: the field, the value, and what would be valid."""
+    name = str(error["loc"][0]) if error["loc"] else "context"
+    if error["type"] in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        low, high = _bounds(kind, name)
+        return f"{RANGE}{name}: {error.get('input')!r} is out of range; use a number from {low} to {high}"
+    return f"{name}: {error['msg']} (got {error.get('input')!r})"
+
+
+def _bounds(kind: type[Context], name: str) -> tuple[Any, Any]:
+    """The range a context field's ``Field(ge=..., le=...)`` declares."""
+    hint = typing.get_type_hints(kind, include_extras=True)[name]
+    found: dict[str, Any] = {}
+    for meta in getattr(hint, "__metadata__", ()):
+        for item in [meta, *getattr(meta, "metadata", [])]:
+            for key in ("ge", "le"):
+                if getattr(item, key, None) is not None:
+                    found[key] = getattr(item, key)
+    return found.get("ge"), found.get("le")
 
 
 def resolve(context: Context) -> RunSettings:
@@ -100,7 +118,7 @@ def resolve(context: Context) -> RunSettings:
         judge=judge,
         rounds=context.rounds or debate.rounds,
         clarify=context.clarify or debate.interactive_clarifications,
-        max_questions=context.max_questions if context.clarify else debate.clarifications_max_per_agent,
+        max_questions=_given(context.max_questions, debate.clarifications_max_per_agent),
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),
@@ -111,6 +129,11 @@ def resolve(context: Context) -> RunSettings:
                               "rounds": params["max_turns"], "agents": [with_view(a, params["view"]) for a in agents],
                               "judge": with_view(judge, params["view"])})
     return settings
+
+
+def _given(flag: int | None, file_value: int) -> int:
+    """A setting given explicitly wins over the config file's, whose model holds the built-in default."""
+    return file_value if flag is None else flag
 
 
 def _notes(notes: dict[str, str] | None) -> dict[str, str]:

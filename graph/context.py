@@ -1,13 +1,19 @@
 """Run settings: the graph's ``context_schema``, which Studio draws as a form.
 
-Every field is optional and has a description. Empty values fall back to the
-config file (``config_file``), then to the environment, then to defaults.
+Every field is optional and has a description; numbers carry their range
+(``Field(ge=..., le=...)``), which Studio's form shows and setup checks.
+Empty values fall back to the config file (``config_file``), then to the
+environment, then to defaults.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from debate_engine.graph.config_file import MAX_ROUNDS
 
 
 def _d(text: str) -> dict[str, str]:
@@ -33,12 +39,15 @@ class Context:
             "Empty: the config file's agents, else architect,performance,security."
         ),
     )
-    rounds: int | None = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
+    rounds: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
     config_file: str = field(default="", metadata=_d("Path to a JSON debate config in the seed schema."))
     clarify: bool = field(
         default=False, metadata=_d("Ask each agent for clarifying questions first (interrupts for answers).")
     )
-    max_questions: int = field(default=3, metadata=_d("Most clarifying questions per agent."))
+    max_questions: Annotated[int | None, Field(ge=0, le=20)] = field(
+        default=None, metadata=_d("Most clarifying questions per agent. Empty: the config file's "
+                                  "clarificationsMaxPerAgent, else 3.")
+    )
     summarize: bool | None = field(
         default=None, metadata=_d("Summarize long histories. Empty: the config file's, else on.")
     )
@@ -50,15 +59,15 @@ class Context:
     trigger_ratio: float | None = field(
         default=None, metadata=_d("Fire a summary at this share of the history budget (default 0.8).")
     )
-    context_window: int | None = field(
+    context_window: Annotated[int | None, Field(ge=512, le=10_000_000)] = field(
         default=None, metadata=_d("Context window in tokens. Empty: the model's known window, else 8192.")
     )
-    max_output_tokens: int | None = field(default=None, metadata=_d("Tokens reserved for each answer (default 1024)."))
-    max_concurrency: int | None = field(
+    max_output_tokens: Annotated[int | None, Field(ge=16, le=1_000_000)] = field(default=None, metadata=_d("Tokens reserved for each answer (default 1024)."))
+    max_concurrency: Annotated[int | None, Field(ge=1, le=10_000)] = field(
         default=None, metadata=_d("Most model calls of one phase at once (default 8); the CLI and Python API apply it.")
     )
-    timeout_s: float | None = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
-    max_tokens: int | None = field(
+    timeout_s: Annotated[float | None, Field(ge=0.001, le=86_400)] = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
+    max_tokens: Annotated[int | None, Field(ge=1, le=10**12)] = field(
         default=None,
         metadata=_d("Spend cap: most prompt + completion tokens over every call (agents, summaries, judge). "
                     "When the next phase no longer fits, the judge synthesizes from what exists."),
@@ -73,7 +82,7 @@ class Context:
         metadata=_d("Instructions added to every agent's task in a round (or turn), by its number, seen only by "
                     "that round's calls: {\"2\": \"Quote the SLA you assume.\"}. `debate probe --plant replies` uses it."),
     )
-    max_cost: float | None = field(
+    max_cost: Annotated[float | None, Field(ge=1e-9, le=10**9)] = field(
         default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
     )
 
@@ -82,17 +91,17 @@ class Context:
 class RoundtableContext(Context):
     """Settings for one roundtable: a turn-taking debate of up to 10,000 turns in a bounded view."""
 
-    turns: int | None = field(default=None, metadata=_d("Most turns (1 to 10,000). Empty: 100."))
+    turns: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(default=None, metadata=_d("Most turns (1 to 10,000). Empty: 100."))
     order: str = field(
         default="", metadata=_d("Who speaks next: round-robin (default) or moderator (the judge picks, says why, "
                                 "and may declare convergence).")
     )
-    summary_every: int | None = field(
+    summary_every: Annotated[int | None, Field(ge=2, le=MAX_ROUNDS)] = field(
         default=None, metadata=_d("Fold the oldest turns into the shared rolling summary every N turns (default 50).")
     )
-    view_system: int | None = field(default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048)."))
-    view_summary: int | None = field(default=None, metadata=_d("Tokens of the view for the rolling summary (1024)."))
-    view_recent: int | None = field(default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120)."))
+    view_system: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048)."))
+    view_summary: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of the view for the rolling summary (1024)."))
+    view_recent: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120)."))
 
 
 def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:

@@ -110,11 +110,12 @@ class SummaryCall:
         fixed = (count_tokens(job.system_prompt(target_length(job))) + count_tokens(job.instruction)
                  + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
         models = (self.agent["model"], *self.agent["fallback_models"])
-        return [
+        reserves: list[Reserve] = [
             (models, *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
                                  self.agent["max_output_tokens"]))
             for part in chunks(job.plan.turns, job.budget.recent)
-        ] * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter; each may fall back to prose
+        ]
+        return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
 
     def without_retries(self) -> SummaryCall:
         """The same summary with no second attempt (when the spend cap has no room for one)."""

@@ -40,7 +40,7 @@ def test_run_writes_the_whole_debate_as_json(tmp_path: Path, capsys: pytest.Capt
     captured = capsys.readouterr()
     state = json.loads(out.read_text())
     assert set(state) == {"problem", "settings", "agents", "judge", "status", "transcript", "summary_log", "solution",
-                          "spend", "stopped"}
+                          "spend", "stopped", "moderation", "facets"}
     assert state["problem"] == "Design a rate limiter"
     per_round = Counter((t["round"], t["kind"]) for t in state["transcript"])
     assert per_round == Counter({(1, "proposal"): 3, (1, "critique"): 6, (1, "refinement"): 3,

@@ -225,3 +225,38 @@ def test_the_default_model_follows_the_environment(monkeypatch: pytest.MonkeyPat
     settings = resolve(Context(agents="kiss", context_window=4096))
     assert settings["agents"][0]["model"] == "local:smollm2" == settings["judge"]["model"]
     assert settings["agents"][0]["max_output_tokens"] == 192
+
+
+# --- precedence of the clarifying questions' limit: explicit flag > config file > built-in default ---------------
+
+
+@pytest.mark.parametrize(("given", "in_file", "expected"), [
+    ({}, {}, 3),  # neither: the built-in default
+    ({}, {"clarificationsMaxPerAgent": 1}, 1),  # the file wins over the default
+    ({"max_questions": 2}, {"clarificationsMaxPerAgent": 1}, 2),  # an explicit value wins over the file
+    ({"max_questions": 3}, {"clarificationsMaxPerAgent": 1}, 3),  # even one equal to the default
+    ({"max_questions": 0}, {"clarificationsMaxPerAgent": 1}, 0),
+])
+def test_max_questions_explicit_then_file_then_default(
+    tmp_path: Path, given: dict[str, int], in_file: dict[str, int], expected: int
+) -> None:
+    config = write(tmp_path, {"debate": {"interactiveClarifications": True, **in_file}})
+    for clarify in (True, False):  # asked on the command line, or by the file's interactiveClarifications
+        settings = resolve(Context(model="fake", config_file=config, clarify=clarify, **given))
+        assert settings["clarify"] is True and settings["max_questions"] == expected, (clarify, given, in_file)
+
+
+def test_clarify_on_the_command_line_keeps_the_files_question_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from debate_engine.app.cli import main
+
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)  # no terminal: questions recorded unanswered
+    config = write(tmp_path, {"debate": {"clarificationsMaxPerAgent": 1}})
+    for flags, expected in (([], 1), (["--max-questions", "3"], 3)):
+        out = tmp_path / "q.json"
+        assert main(["run", "--model", "fake", "--config", config, "--clarify", *flags, "--agents", "kiss",
+                     "--rounds", "1", "--quiet", "--db", str(tmp_path / "d.sqlite"), "--output", str(out), "p"]) == 0
+        state = json.loads(out.read_text())
+        assert state["settings"]["max_questions"] == expected, flags
+        assert [t["kind"] for t in state["transcript"]].count("clarification") == 1

@@ -112,10 +112,11 @@ def test_chunks_fill_their_room_exactly_before_starting_a_new_one() -> None:
 # --- settings: ranges, max_questions, the judge's floor -----------------------------------------------------------
 
 
-def test_max_questions_comes_from_the_context_when_it_asks_for_clarifications() -> None:
+def test_max_questions_comes_from_the_context_whenever_it_is_given() -> None:
     assert resolve(Context(model="fake", clarify=True, max_questions=5))["max_questions"] == 5
     assert resolve(Context(model="fake", clarify=True, max_questions=0))["max_questions"] == 0
-    assert resolve(Context(model="fake", max_questions=5))["max_questions"] == 3  # no clarify: the file's default
+    assert resolve(Context(model="fake", max_questions=5))["max_questions"] == 5  # clarify may come from the file
+    assert resolve(Context(model="fake", clarify=True))["max_questions"] == 3  # not given: the file's default
 
 
 def test_max_questions_from_0_to_20_and_no_more() -> None:

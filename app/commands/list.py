@@ -17,6 +17,7 @@ def register(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.runner import run_until_signal
+    from debate_engine.providers.secrets import redact
 
     rows = run_until_signal(rows_of(db_of(args)))
     if not rows:
@@ -24,13 +25,13 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     print("thread\tupdated\tstatus\tround\tphase\tturns\ttokens\tcost\tproblem")
     for row in rows:
-        print("\t".join(row))
+        print(redact("\t".join(row)))
     return EXIT_OK
 
 
 async def rows_of(db: str) -> list[tuple[str, ...]]:
     """One row per thread: its newest checkpoint's status record, never the whole debate."""
-    from debate_engine.app.persistence import open_checkpointer, status_of, thread_busy, thread_ids
+    from debate_engine.app.persistence import athread_busy, open_checkpointer, status_of, thread_ids
 
     rows: list[tuple[str, ...]] = []
     async with open_checkpointer(db) as saver:
@@ -39,7 +40,7 @@ async def rows_of(db: str) -> list[tuple[str, ...]]:
             if not status:
                 continue
             state = ("done" if status["phase"] == "done" else "waiting for answers" if waiting
-                     else "running" if thread_busy(db, thread) else "interrupted")
+                     else "running" if await athread_busy(db, thread) else "interrupted")
             updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(status["updated_at"]))
             rows.append((thread, updated, state, f"{status['round']}/{status['rounds']}", status["phase"],
                          str(status["turns"]), str(status.get("tokens", 0)), f"${status.get('cost', 0.0):.4f}",

@@ -62,10 +62,11 @@ def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.report import render_report
+    from debate_engine.providers.secrets import redact
 
     check_outputs(args)
     values, _ = debate_of(args)
-    text = render_report(values)
+    text = redact(render_report(values))
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
     else:

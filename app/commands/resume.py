@@ -43,7 +43,7 @@ def protocol_of(values: dict[str, Any]) -> str:
 
 async def _resume(args: argparse.Namespace) -> int:
     from debate_engine.app.commands.run import graph_for
-    from debate_engine.app.persistence import open_checkpointer, thread_lock
+    from debate_engine.app.persistence import athread_lock, open_checkpointer
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
     from debate_engine.graph.builder import compile_debate
@@ -52,7 +52,7 @@ async def _resume(args: argparse.Namespace) -> int:
     async with open_checkpointer(db) as saver:
         graph = compile_debate(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": args.thread}}
-        with thread_lock(db, args.thread):
+        async with athread_lock(db, args.thread):
             snapshot = await graph.aget_state(config)
             if not snapshot.values:
                 raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")

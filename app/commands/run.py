@@ -49,7 +49,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
 
 
 def problem_of(args: argparse.Namespace) -> str:
-    """The problem from the argument or ``--problem-file``."""
+    """The problem from the argument or ``--problem-file``, redacted.
+
+    It is stored in every checkpoint and shown by ``list``, ``show`` and the
+    report; no debate needs the password of a URL quoted in it.
+    """
+    from debate_engine.providers.secrets import redact
+
     if args.problem_file:
         try:
             text = Path(args.problem_file).read_text(encoding="utf-8")
@@ -61,7 +67,7 @@ def problem_of(args: argparse.Namespace) -> str:
         text = args.problem or ""
     if not text.strip():
         raise UserError("no problem given; pass it as an argument or with --problem-file FILE")
-    return text.strip()
+    return redact(text.strip())
 
 
 def context_of(args: argparse.Namespace) -> Any:
@@ -119,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
-    from debate_engine.app.persistence import open_checkpointer, thread_lock
+    from debate_engine.app.persistence import athread_lock, open_checkpointer
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
     from debate_engine.graph.context import context_dict
@@ -128,7 +134,7 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
     async with open_checkpointer(db) as saver:
         graph = graph_for(context, saver)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
-        with thread_lock(db, args.thread_id):
+        async with athread_lock(db, args.thread_id):
             if (await graph.aget_state(config)).values:
                 raise UserError(f"thread {args.thread_id} already holds a debate; use `debate resume "
                                 f"{args.thread_id}` or another --thread-id")

@@ -31,8 +31,9 @@ async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.runner import run_until_signal
+    from debate_engine.providers.secrets import redact
 
     check_outputs(args)
     values = run_until_signal(stored_values(args))
-    print(f"thread {args.thread}: {where(values.get('status'))}", file=sys.stderr)
+    print(redact(f"thread {args.thread}: {where(values.get('status'))}"), file=sys.stderr)
     return finish(values, args)
