@@ -41,11 +41,11 @@ unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no 
 	$(BIN)/python -m pytest -q -m "not integration"
 
 lint: $(BIN)/.dev ## ruff and mypy
-	$(BIN)/ruff check graph nodes memory prompts providers calls app debate_engine tests bench
+	$(BIN)/ruff check graph nodes memory prompts providers calls config app debate_engine tests bench
 	@# mypy cannot follow the editable install's import hook for package-dir mappings: give it the tree as installed.
 	@rm -rf build/typecheck && mkdir -p build/typecheck/debate_engine
 	@ln -s ../../../debate_engine/__init__.py build/typecheck/debate_engine/__init__.py
-	@for d in app calls graph memory nodes prompts providers; do ln -s ../../../$$d build/typecheck/debate_engine/$$d; done
+	@for d in app calls config graph memory nodes prompts providers; do ln -s ../../../$$d build/typecheck/debate_engine/$$d; done
 	$(BIN)/mypy
 
 bench: $(BIN)/.dev ## benchmarks: concurrency, summarization cost, checkpoint growth

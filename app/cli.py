@@ -94,7 +94,7 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
 
 def _is_input_error(exc: BaseException) -> bool:
     from debate_engine.app.persistence import StorageError
-    from debate_engine.graph.config import ConfigError
+    from debate_engine.config.resolve import ConfigError
     from debate_engine.memory.budget import BudgetError
     from debate_engine.providers.factory import ModelConfigError
 

@@ -19,8 +19,8 @@ WORDS_PER_TOKEN = 0.75
 
 def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
     """Projected tokens and cost per phase and per agent, and whether the debate fits its cap."""
-    from debate_engine.app.commands.run import graph_for
-    from debate_engine.graph.config import resolve
+    from debate_engine.app.runner import graph_for
+    from debate_engine.config.resolve import resolve
     from debate_engine.providers.prices import cost
 
     settings = resolve(context)

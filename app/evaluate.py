@@ -20,7 +20,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 
 from debate_engine.calls import CallFailed, Request, aask, add_usage
-from debate_engine.graph.config_file import AgentEntry, ConfigError, load_config
+from debate_engine.config.file import AgentEntry, ConfigError, load_config
 from debate_engine.memory import (
     JUDGE_ID,
     BudgetError,
@@ -30,6 +30,7 @@ from debate_engine.memory import (
     make_budget,
     truncate_to_tokens,
 )
+from debate_engine.nodes.views import DEBATER_KINDS
 from debate_engine.prompts import load_prompt, read_prompt_file, render
 from debate_engine.providers.factory import (
     ModelConfigError,
@@ -56,7 +57,6 @@ EVAL_OUTPUT_TOKENS = 1024
 EVAL_TIMEOUT_S = 300.0
 MIN_MATERIAL = 200
 """Fewest tokens left for problem, debate and solution after the rubric: below, the evaluator cannot judge."""
-DEBATE_KINDS = ("proposal", "critique", "refinement", "message")
 JUSTIFICATION_CHARS = 240
 """Advised in the tool schema, not enforced on parsing: a grammar-constrained server (the embedded model's)
 closes each justification there, so seven of them and the scores fit the output reserve."""
@@ -139,7 +139,7 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 def debate_material(values: dict[str, Any], limit: int) -> str:
     """The debate within ``limit`` tokens: verbatim when it fits, else the summaries and the newest turns."""
-    turns = [t for t in values.get("transcript", []) if t["kind"] in DEBATE_KINDS]
+    turns = [t for t in values.get("transcript", []) if t["kind"] in DEBATER_KINDS]
     whole = "\n\n".join(_turn_text(t) for t in turns) or "(no turns)"
     if count_tokens(whole) <= limit:
         return whole

@@ -79,7 +79,7 @@ def require_postgres(db: str, command: str) -> None:
         )
 
 
-def where(db: str) -> str:
+def server_of(db: str) -> str:
     """``host:port/dbname`` of a URL, never its password."""
     from psycopg.conninfo import conninfo_to_dict
 
@@ -104,7 +104,7 @@ async def reachable(db: str) -> None:
                            "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME") from None
     except psycopg.OperationalError as exc:
         reason = redact(" ".join(str(exc).split())[:300]) or type(exc).__name__
-        raise StorageError(f"cannot reach PostgreSQL at {where(db)}: {reason}; "
+        raise StorageError(f"cannot reach PostgreSQL at {server_of(db)}: {reason}; "
                            "check that the server runs and the --db / DEBATE_DB URL") from None
     await conn.close()
 
@@ -117,7 +117,7 @@ def lost_database(exc: BaseException, db: str) -> BaseException:
     if isinstance(exc, ConnectorException) and isinstance(exc.__cause__, psycopg.Error):
         exc = exc.__cause__
     if isinstance(exc, psycopg.Error | ConnectorException):
-        return StorageError(f"lost PostgreSQL at {where(db)} ({type(exc).__name__}); "
+        return StorageError(f"lost PostgreSQL at {server_of(db)} ({type(exc).__name__}); "
                             "unfinished debates stay in the queue and continue when a worker runs again")
     return exc
 
@@ -235,8 +235,8 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
     """
     from langgraph.types import Command
 
-    from debate_engine.app.commands.resume import protocol_of
-    from debate_engine.graph.context import context_dict
+    from debate_engine.app.runner import protocol_of
+    from debate_engine.config.context import context_dict
 
     config: Any = {"configurable": {"thread_id": thread_id}}
     snapshot = await graphs["phases"].aget_state(config)  # the values, in one state schema for both
@@ -269,14 +269,14 @@ def context_fields_of(protocol: str | None) -> set[str]:
     """The settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
     import dataclasses
 
-    from debate_engine.graph.context import Context, RoundtableContext
+    from debate_engine.config.context import Context, RoundtableContext
 
     return {f.name for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)}
 
 
 def context_for(protocol: str, fields: dict[str, Any]) -> Any:
     """The job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
-    from debate_engine.graph.context import Context, RoundtableContext
+    from debate_engine.config.context import Context, RoundtableContext
 
     known = context_fields_of(protocol)
     return (RoundtableContext if protocol == "roundtable" else Context)(**{k: v for k, v in fields.items()

@@ -100,3 +100,19 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
                 reply = input("> ").strip()
             answers[entry["agent_id"]].append(reply)
     return answers
+
+
+def graph_for(context_or_protocol: Any, saver: Any) -> Any:
+    """The phase debate or the roundtable, compiled on ``saver``."""
+    from debate_engine.config.context import RoundtableContext
+    from debate_engine.graph.builder import compile_debate
+    from debate_engine.graph.roundtable import compile_roundtable
+
+    roundtable = isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable"
+    return (compile_roundtable if roundtable else compile_debate)(checkpointer=saver)
+
+
+def protocol_of(values: dict[str, Any]) -> str:
+    """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
+    return str((values.get("settings") or {}).get("protocol") or (values.get("context") or {}).get("protocol")
+               or "phases")

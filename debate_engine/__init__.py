@@ -12,11 +12,11 @@ from typing import Any
 __version__ = "0.2.0"
 
 _EXPORTS = {
-    "Context": "debate_engine.graph.context",
+    "Context": "debate_engine.config.context",
     "ConversationState": "debate_engine.graph.state",
     "compile_debate": "debate_engine.graph.builder",
     "compile_roundtable": "debate_engine.graph.roundtable",
-    "RoundtableContext": "debate_engine.graph.context",
+    "RoundtableContext": "debate_engine.config.context",
 }
 
 __all__ = ["__version__", *_EXPORTS]

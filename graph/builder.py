@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from debate_engine.graph.context import Context, context_dict
+from debate_engine.config.context import Context, context_dict
 from debate_engine.graph.state import ConversationState, InputState, OutputState
 from debate_engine.nodes import clarify, critique, propose, refine, setup, summarize_node, synthesize
 from debate_engine.nodes.routes import after_setup, after_summarize, route

@@ -16,8 +16,8 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
+from debate_engine.config.context import RoundtableContext
 from debate_engine.graph.builder import DebateGraph, compile_graph
-from debate_engine.graph.context import RoundtableContext
 from debate_engine.graph.state import ConversationState, InputState, OutputState
 from debate_engine.nodes import moderate, setup, summarize_node, synthesize, turn
 from debate_engine.nodes.routes import after_summarize, route

@@ -19,10 +19,11 @@ from langgraph.func import task
 from pydantic import BaseModel
 
 from debate_engine.calls import Answer, Attempt, Request, aask, ask
-from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.calls.spend import Reserve, worst_case
+from debate_engine.config.settings import AgentProfile
+from debate_engine.graph.state import ConversationState
 from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn
 from debate_engine.memory.records import TurnKind
-from debate_engine.nodes.spend import Reserve, worst_case
 from debate_engine.nodes.status import emit
 
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from langchain_core.runnables import RunnableLambda
 
+from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import amodel_call, model_call
-from debate_engine.nodes.spend import charge, empty_spend, fits
+from debate_engine.nodes.spend import fits
 from debate_engine.nodes.status import emit
 
 Plan = Callable[[ConversationState], Sequence[Any]]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from debate_engine.graph.state import AgentProfile, ConversationState, RunSettings
+from debate_engine.config.settings import AgentProfile, RunSettings
+from debate_engine.graph.state import ConversationState
 
 Step = Literal["propose", "critique", "refine", "turn", "moderate", "synthesize", "done"]
 TABLE_ID = "table"

@@ -12,11 +12,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from debate_engine.graph.config import resolve
-from debate_engine.graph.context import context_of
+from debate_engine.calls.spend import empty_spend
+from debate_engine.config.context import context_of
+from debate_engine.config.resolve import resolve
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.briefing import briefing_for
-from debate_engine.nodes.spend import empty_spend
 from debate_engine.nodes.status import emit, new_status
 
 

@@ -17,7 +17,9 @@ from typing import Any
 from langgraph.func import task
 
 from debate_engine.calls import Request, adrive, drive
-from debate_engine.graph.state import AgentProfile, ConversationState, FacetEntry
+from debate_engine.calls.spend import Reserve, worst_case
+from debate_engine.config.settings import AgentProfile
+from debate_engine.graph.state import ConversationState, FacetEntry
 from debate_engine.memory import (
     JUDGE_ID,
     Decision,
@@ -37,7 +39,6 @@ from debate_engine.memory.summarizer import chunks, target_length
 from debate_engine.nodes.calls import run_key
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step, step_key, table_profile
-from debate_engine.nodes.spend import Reserve, worst_case
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from debate_engine.graph.state import AgentProfile, ConversationState
+from debate_engine.config.settings import AgentProfile
+from debate_engine.graph.state import ConversationState
 from debate_engine.memory import (
     Budget,
     BudgetSplit,

@@ -6,7 +6,8 @@ from typing import TypedDict
 
 from debate_engine.providers.factory import parse_spec
 
-FREE = ("fake", "local")
+FREE_PROVIDERS = ("fake", "local")
+"""Providers whose models cost nothing: the offline fake and the embedded model."""
 
 
 class ModelPrice(TypedDict):
@@ -21,7 +22,7 @@ def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> Model
     if overrides and spec in overrides:
         return overrides[spec]
     parsed = parse_spec(spec)
-    if parsed.provider in FREE:
+    if parsed.provider in FREE_PROVIDERS:
         return ModelPrice(input=0.0, output=0.0)
     from genai_prices import Usage, calc_price
 

@@ -16,12 +16,13 @@ LAYERS = {
     "memory": set(),
     "providers": {"memory"},
     "calls": {"memory", "providers"},
-    "graph": {"memory", "prompts", "providers", "calls", "nodes"},
-    "nodes": {"memory", "prompts", "providers", "calls", "graph"},
-    "app": {"memory", "prompts", "providers", "calls", "graph", "nodes"},
+    "config": {"memory", "prompts", "providers", "calls"},
+    "nodes": {"memory", "prompts", "providers", "calls", "config", "graph"},
+    "graph": {"memory", "prompts", "providers", "calls", "config", "nodes"},
+    "app": {"memory", "prompts", "providers", "calls", "config", "graph", "nodes"},
 }
 # nodes may use only these graph modules: the state and run settings, never a builder.
-NODES_MAY_USE = {"debate_engine.graph.state", "debate_engine.graph.context", "debate_engine.graph.config"}
+NODES_MAY_USE = {"debate_engine.graph.state"}
 MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 50
 

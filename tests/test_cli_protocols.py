@@ -11,7 +11,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine import Context, compile_debate
 from debate_engine.app.cli import main
-from debate_engine.graph.context import context_dict
+from debate_engine.config.context import context_dict
 
 
 def test_a_roundtable_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

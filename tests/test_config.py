@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from debate_engine.graph.config import ConfigError, load_config, resolve
-from debate_engine.graph.context import Context
+from debate_engine.config.context import Context
+from debate_engine.config.resolve import ConfigError, load_config, resolve
 from debate_engine.providers.factory import ModelConfigError, chat_model
 
 SEED: dict[str, Any] = {

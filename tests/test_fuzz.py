@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from debate_engine.app.cli import main
-from debate_engine.graph.config import ConfigError, resolve
-from debate_engine.graph.context import Context
+from debate_engine.config.context import Context
+from debate_engine.config.resolve import ConfigError, resolve
 
 FUZZ = "@FUZZ@"
 ROLES = ["architect", "generalist", "kiss", "performance", "security", "testing"]

@@ -20,8 +20,8 @@ from debate_engine.app.cli import main as cli_main
 from debate_engine.app.commands.submit import parse_problems
 from debate_engine.app.commands.worker import handover_bound
 from debate_engine.app.persistence import ThreadBusy, lock_key
-from debate_engine.app.queue import HandedBack, Retry, new_job, where
-from debate_engine.graph.config import ConfigError
+from debate_engine.app.queue import HandedBack, Retry, new_job, server_of
+from debate_engine.config.resolve import ConfigError
 
 BASE = {"model": "fake", "agents": "kiss,security", "rounds": None, "config_file": "", "clarify": False,
         "max_output_tokens": None, "context_window": None, "max_concurrency": None, "summary_method": "",
@@ -174,8 +174,8 @@ def test_an_unreachable_server_or_a_bad_url_is_a_named_error(
 
 
 def test_where_names_the_server_never_the_password() -> None:
-    assert where("postgresql://u:secret@db.example:5433/debates") == "db.example:5433/debates"
-    assert where("postgresql://u@db.example/debates") == "db.example:5432/debates"
+    assert server_of("postgresql://u:secret@db.example:5433/debates") == "db.example:5433/debates"
+    assert server_of("postgresql://u@db.example/debates") == "db.example:5432/debates"
 
 
 # --------------------------------------------------------------------------- queue rules

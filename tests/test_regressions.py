@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from debate_engine.graph.config import ConfigError, judge_floor, resolve
-from debate_engine.graph.context import Context, RoundtableContext
-from debate_engine.graph.roundtable_params import roundtable_params
+from debate_engine.calls.spend import charge, empty_spend, judge_floor, worst_case
+from debate_engine.config.context import Context, RoundtableContext
+from debate_engine.config.resolve import ConfigError, resolve
+from debate_engine.config.roundtable import roundtable_params
 from debate_engine.memory import BudgetSplit, SummarizationSettings, make_budget, should_summarize
 from debate_engine.memory.budget import HISTORY_HEADER, ViewRequest, build_view, render_turn, turn_cost
 from debate_engine.memory.perspective import latest_summaries
@@ -22,7 +23,7 @@ from debate_engine.memory.summarizer import chunks
 from debate_engine.memory.tokens import count_messages, count_tokens
 from debate_engine.nodes.clarify import answers_for, questions_of
 from debate_engine.nodes.schedule import next_step
-from debate_engine.nodes.spend import charge, empty_spend, fits, left_for_judge, worst_case
+from debate_engine.nodes.spend import fits, left_for_judge
 from debate_engine.providers.secrets import redact
 from tests.conftest import make_turn
 from tests.test_budget import summary
@@ -146,9 +147,9 @@ def judge(window: int, output: int, model: str = "fake") -> Any:
 
 
 def test_the_judge_floor_is_its_prompt_up_to_2048_tokens_and_its_whole_answer() -> None:
-    assert judge_floor(judge(8192, 1024)) == (2048, 1024)  # min(8192 - 1024 = 7168, 2048)
-    assert judge_floor(judge(2304, 1024)) == (1280, 1024)  # min(2304 - 1024 = 1280, 2048)
-    assert judge_floor(judge(1000, 1024)) == (0, 1024)  # a bad window is reported elsewhere, never raises
+    assert judge_floor(8192, 1024) == (2048, 1024)  # min(8192 - 1024 = 7168, 2048)
+    assert judge_floor(2304, 1024) == (1280, 1024)  # min(2304 - 1024 = 1280, 2048)
+    assert judge_floor(1000, 1024) == (0, 1024)  # a bad window is reported elsewhere, never raises
 
 
 def test_a_token_cap_must_pay_for_the_judges_prompt_floor_and_answer() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
 from debate_engine import RoundtableContext, compile_roundtable
-from debate_engine.graph.config import ConfigError, resolve
+from debate_engine.config.resolve import ConfigError, resolve
 
 
 def run(context: RoundtableContext, thread: str = "t", graph: Any = None, problem: str = "Design a rate limiter"):

@@ -71,7 +71,7 @@ def test_roundtable_options_without_the_protocol_are_refused(argv: list[str], sa
 
 
 def test_a_roundtable_setting_on_a_phase_line_is_named(tmp_path: Path) -> None:
-    from debate_engine.graph.config import ConfigError
+    from debate_engine.config.resolve import ConfigError
 
     with pytest.raises(ConfigError) as raised:
         submit.parse_problems(json.dumps({"problem": "p", "turns": 3}), {"model": "fake"}, tmp_path)

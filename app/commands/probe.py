@@ -44,8 +44,8 @@ def main(args: argparse.Namespace) -> int:
     from debate_engine.app.probe_facts import make_facts
     from debate_engine.app.probe_measure import render
     from debate_engine.app.progress import Progress
-    from debate_engine.graph.config import resolve
-    from debate_engine.graph.context import Context, RoundtableContext
+    from debate_engine.config.context import Context, RoundtableContext
+    from debate_engine.config.resolve import resolve
 
     if not 1 <= args.facts <= 200:
         raise UserError(f"--facts {args.facts}: use a number from 1 to 200")

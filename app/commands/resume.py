@@ -35,17 +35,10 @@ def main(args: argparse.Namespace) -> int:
     return run_until_signal(_resume(args))
 
 
-def protocol_of(values: dict[str, Any]) -> str:
-    """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
-    return str((values.get("settings") or {}).get("protocol") or (values.get("context") or {}).get("protocol")
-               or "phases")
-
-
 async def _resume(args: argparse.Namespace) -> int:
-    from debate_engine.app.commands.run import graph_for
     from debate_engine.app.persistence import athread_lock, open_checkpointer
     from debate_engine.app.progress import Progress
-    from debate_engine.app.runner import drive
+    from debate_engine.app.runner import drive, graph_for, protocol_of
     from debate_engine.graph.builder import compile_debate
 
     db = db_of(args)

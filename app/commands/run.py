@@ -70,9 +70,9 @@ def problem_of(args: argparse.Namespace) -> str:
     return redact(text.strip())
 
 
-def context_of(args: argparse.Namespace) -> Any:
+def context_from_args(args: argparse.Namespace) -> Any:
     """The run's context from the flags, resolved once here so every mistake shows before any call."""
-    from debate_engine.graph.context import Context, RoundtableContext
+    from debate_engine.config.context import Context, RoundtableContext
 
     fields = context_fields(args)
     if getattr(args, "protocol", "phase") == "roundtable":
@@ -99,7 +99,7 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def checked_context(context: Any) -> Any:
     """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
-    from debate_engine.graph.config import resolve
+    from debate_engine.config.resolve import resolve
     from debate_engine.providers.factory import check_credentials
 
     settings = resolve(context)  # raises ConfigError listing every problem
@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
     problem = problem_of(args)
     check_outputs(args)
-    context = context_of(args)
+    context = context_from_args(args)
     if args.dry_run:
         from debate_engine.app.estimate import estimate, render_estimate
 
@@ -127,8 +127,8 @@ def main(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
     from debate_engine.app.persistence import athread_lock, open_checkpointer
     from debate_engine.app.progress import Progress
-    from debate_engine.app.runner import drive
-    from debate_engine.graph.context import context_dict
+    from debate_engine.app.runner import drive, graph_for
+    from debate_engine.config.context import context_dict
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:
@@ -149,13 +149,3 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
     code = finish(snapshot.values, args)
     progress.finish(snapshot.values)
     return code
-
-
-def graph_for(context_or_protocol: Any, saver: Any) -> Any:
-    """The phase debate or the roundtable, compiled on ``saver``."""
-    from debate_engine.graph.builder import compile_debate
-    from debate_engine.graph.context import RoundtableContext
-    from debate_engine.graph.roundtable import compile_roundtable
-
-    roundtable = isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable"
-    return (compile_roundtable if roundtable else compile_debate)(checkpointer=saver)

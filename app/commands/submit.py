@@ -81,7 +81,7 @@ def entries_of(args: argparse.Namespace) -> list[Entry]:
     """What to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
     import dataclasses
 
-    from debate_engine.app.commands.run import context_of
+    from debate_engine.app.commands.run import context_from_args
 
     protocol = PROTOCOLS[args.protocol] if args.protocol else None
     if args.problems:
@@ -98,7 +98,7 @@ def entries_of(args: argparse.Namespace) -> list[Entry]:
         return parse_problems(text, base, path.resolve().parent, protocol)
     # A thread's id alone continues its stored debate; the check against the database comes later.
     problem = problem_of(args) if (args.problem or args.problem_file or not args.thread_id) else ""
-    context = context_of(args)  # `debate run`'s: every setting checked, roundtable flags only with its protocol
+    context = context_from_args(args)  # `debate run`'s: every setting checked, roundtable flags only with its protocol
     return [Entry(0, args.thread_id or new_thread_id(), problem, _compact(dataclasses.asdict(context)), protocol)]
 
 
@@ -115,7 +115,7 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str 
 
     A line's ``"protocol"`` wins over ``protocol`` (the command line's).
     """
-    from debate_engine.graph.config import ConfigError
+    from debate_engine.config.resolve import ConfigError
 
     entries: list[Entry] = []
     problems: list[str] = []
@@ -190,7 +190,7 @@ def _line_fields(item: dict[str, Any], folder: Path, known: set[str]) -> tuple[l
 def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]:
     """Resolve the settings as the debate's setup will; the problems found, field first."""
     from debate_engine.app.queue import context_for
-    from debate_engine.graph.config import ConfigError
+    from debate_engine.config.resolve import ConfigError
     from debate_engine.memory.budget import BudgetError
     from debate_engine.providers.factory import ModelConfigError
 
@@ -205,7 +205,7 @@ def _compact(fields: dict[str, Any]) -> dict[str, Any]:
     """The settings that differ from the defaults (a roundtable's include a ``Context``'s): what the job carries."""
     import dataclasses
 
-    from debate_engine.graph.context import RoundtableContext
+    from debate_engine.config.context import RoundtableContext
 
     defaults = dataclasses.asdict(RoundtableContext())
     return {k: v for k, v in fields.items() if v != defaults.get(k)}
@@ -230,11 +230,11 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
 
     Nothing is queued then; else a stored thread's entry takes the protocol it was started with.
     """
-    from debate_engine.app.commands.resume import protocol_of
     from debate_engine.app.persistence import status_of
     from debate_engine.app.queue import QUEUE
+    from debate_engine.app.runner import protocol_of
+    from debate_engine.config.resolve import ConfigError
     from debate_engine.graph.builder import compile_debate
-    from debate_engine.graph.config import ConfigError
 
     reader = compile_debate(checkpointer=saver)  # reads either protocol's values: one state schema
     rows = await app.connector.execute_query_all_async(

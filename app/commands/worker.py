@@ -84,14 +84,14 @@ async def _work(db: str, name: str, concurrency: int, stall_s: float) -> None:
 async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
     import asyncio
 
-    from debate_engine.app.queue import QUEUE, open_queue, where
+    from debate_engine.app.queue import QUEUE, open_queue, server_of
     from debate_engine.graph.builder import compile_debate
     from debate_engine.graph.roundtable import compile_roundtable
 
     async with open_queue(db, size=concurrency + 1) as (app, saver):
         graphs = {"phases": compile_debate(checkpointer=saver), "roundtable": compile_roundtable(checkpointer=saver)}
         sweeper = asyncio.create_task(_sweep(app, stall_s, name))
-        print(f"[{name}] running up to {concurrency} debates at once from {where(db)}; a silent worker's "
+        print(f"[{name}] running up to {concurrency} debates at once from {server_of(db)}; a silent worker's "
               f"debates move on within {handover_bound(stall_s):g} s; stop with Ctrl-C or SIGTERM",
               file=sys.stderr, flush=True)
         try:

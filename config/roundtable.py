@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from debate_engine.graph.context import RoundtableContext
-from debate_engine.graph.state import AgentProfile, ProtocolParams
+from debate_engine.config.context import RoundtableContext
+from debate_engine.config.settings import AgentProfile, ProtocolParams
 
 DEFAULT_TURNS = 100
 DEFAULT_SUMMARY_EVERY = 50
@@ -14,7 +14,7 @@ ORDERS = ("round-robin", "moderator")
 
 def roundtable_params(context: RoundtableContext) -> ProtocolParams:
     """The protocol parameters of a roundtable context (raises ValueError naming a bad order)."""
-    from debate_engine.graph.config_file import ConfigError
+    from debate_engine.config.file import ConfigError
 
     order = context.order or "round-robin"
     if order not in ORDERS:

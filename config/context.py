@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from debate_engine.graph.config_file import MAX_ROUNDS
+from debate_engine.config.file import MAX_ROUNDS
 
 
 def _d(text: str) -> dict[str, str]:

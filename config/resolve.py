@@ -13,7 +13,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from debate_engine.graph.config_file import (
+from debate_engine.calls.spend import Price, SpendCap, judge_floor
+from debate_engine.config.context import Context, RoundtableContext
+from debate_engine.config.file import (
     MAX_ROUNDS,
     AgentEntry,
     ConfigError,
@@ -21,9 +23,8 @@ from debate_engine.graph.config_file import (
     DebateSection,
     load_config,
 )
-from debate_engine.graph.context import Context, RoundtableContext
-from debate_engine.graph.roundtable_params import roundtable_params, with_view
-from debate_engine.graph.state import AgentProfile, Price, RunSettings, SpendCap
+from debate_engine.config.roundtable import roundtable_params, with_view
+from debate_engine.config.settings import AgentProfile, RunSettings
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import load_prompt, read_prompt_file, role_names
@@ -38,8 +39,6 @@ from debate_engine.providers.factory import (
 from debate_engine.providers.prices import cost, price_of
 
 DEFAULT_ROLES = ("architect", "performance", "security")
-JUDGE_PROMPT_FLOOR = 2048
-"""Prompt tokens the synthesis is sure to have under a spend cap: its view shrinks to what is left, never below."""
 __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 
@@ -203,7 +202,7 @@ def _prices(profiles: list[AgentProfile], file: DebateFile, needed: bool) -> tup
 
 def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) -> list[str]:
     """A cap too small to pay even for the judge's synthesis is a mistake to report now."""
-    prompt, answer = judge_floor(judge)
+    prompt, answer = judge_floor(judge["context_window"], judge["max_output_tokens"])
     problems = []
     if cap["max_tokens"] is not None and cap["max_tokens"] < prompt + answer:
         problems.append(f"max_tokens: {cap['max_tokens']} cannot pay for the judge's synthesis alone "
@@ -213,12 +212,6 @@ def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) 
         problems.append(f"max_cost: {cap['max_cost']} cannot pay for the judge's synthesis alone "
                         f"(${cost(price, prompt, answer):.4f}); raise the cap")
     return problems
-
-
-def judge_floor(judge: AgentProfile) -> tuple[int, int]:
-    """Prompt and answer tokens kept back from the start for the synthesis."""
-    total = max(0, judge["context_window"] - judge["max_output_tokens"])  # a bad window is reported elsewhere
-    return min(total, JUDGE_PROMPT_FLOOR), judge["max_output_tokens"]
 
 
 def _check_budgets(profiles: list[AgentProfile]) -> list[str]:

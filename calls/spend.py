@@ -1,0 +1,97 @@
+"""Money and tokens of model calls: what a call may spend at most, and what calls spent, priced per model.
+
+The rules that read a debate's state (whether the next phase fits the cap,
+what is left for the judge) are in ``nodes.spend``; this module is plain
+arithmetic over records, so config resolution and the nodes share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from typing_extensions import TypedDict
+
+from debate_engine.memory.records import Usage
+from debate_engine.providers.prices import ModelPrice, cost
+
+JUDGE_PROMPT_FLOOR = 2048
+"""Prompt tokens the synthesis is sure to have under a spend cap: its view shrinks to what is left, never below."""
+
+
+class SpendCap(TypedDict):
+    """At most this much over every call; None: no cap."""
+
+    max_tokens: int | None
+    max_cost: float | None
+
+
+Price = ModelPrice
+"""US dollars per million tokens."""
+
+
+class Tally(TypedDict):
+    """Tokens, calls and dollars spent."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+class Spend(TypedDict):
+    """What the debate has spent, in total and by agent and by phase (summaries and the judge included)."""
+
+    total: Tally
+    by_agent: dict[str, Tally]
+    by_phase: dict[str, Tally]
+
+
+PROMPT_MARGIN = 1.1
+"""Providers count prompts with their own tokenizer and template: reserve a tenth more than we count."""
+FREE = Price(input=0.0, output=0.0)
+
+Reserve = tuple[str | Sequence[str], int, int]
+"""What a call may spend: ``(model spec, or the model and its fallbacks, input tokens, output tokens)``."""
+
+
+def empty_tally() -> Tally:
+    return Tally(calls=0, input_tokens=0, output_tokens=0, cost=0.0)
+
+
+def empty_spend() -> Spend:
+    return Spend(total=empty_tally(), by_agent={}, by_phase={})
+
+
+def _add(tally: Tally | None, input_tokens: int, output_tokens: int, dollars: float) -> Tally:
+    base = tally or empty_tally()
+    return Tally(calls=base["calls"] + 1, input_tokens=base["input_tokens"] + input_tokens,
+                 output_tokens=base["output_tokens"] + output_tokens, cost=base["cost"] + dollars)
+
+
+def charge(spend: Spend, charges: Iterable[tuple[str, str, str, Usage]], prices: dict[str, Price]) -> Spend:
+    """Add calls' usage: ``(agent_id, phase, model spec, usage)`` each."""
+    out = Spend(total=spend["total"], by_agent=dict(spend["by_agent"]), by_phase=dict(spend["by_phase"]))
+    for agent_id, phase, spec, usage in charges:
+        i, o = usage["input_tokens"], usage["output_tokens"]
+        dollars = cost(prices.get(spec, FREE), i, o)
+        out["total"] = _add(out["total"], i, o, dollars)
+        out["by_agent"][agent_id] = _add(out["by_agent"].get(agent_id), i, o, dollars)
+        out["by_phase"][phase] = _add(out["by_phase"].get(phase), i, o, dollars)
+    return out
+
+
+def worst_case(prompt_tokens: int, max_output: int) -> tuple[int, int]:
+    """Input and output tokens one call may use at most."""
+    return int(prompt_tokens * PROMPT_MARGIN) + 16, max_output
+
+
+def judge_floor(context_window: int, max_output_tokens: int) -> tuple[int, int]:
+    """Prompt and answer tokens kept back from the start for the synthesis."""
+    total = max(0, context_window - max_output_tokens)  # a bad window is reported elsewhere
+    return min(total, JUDGE_PROMPT_FLOOR), max_output_tokens
+
+
+def dearest(prices: dict[str, Price], specs: str | Sequence[str], input_tokens: int, output_tokens: int) -> float:
+    """Dollars for a call at the dearest of the models that may answer it."""
+    return max(cost(prices.get(spec, FREE), input_tokens, output_tokens)
+               for spec in ((specs,) if isinstance(specs, str) else specs))

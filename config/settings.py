@@ -1,0 +1,73 @@
+"""The settings a debate runs with, resolved once at setup and fixed in its state: resume reads them there.
+
+``config.resolve`` makes them from the run's context and the config file; the
+nodes read them from ``state["settings"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from debate_engine.calls.spend import Price, SpendCap
+
+
+class AgentProfile(TypedDict):
+    """One debater (or the judge) as the debate was set up."""
+
+    id: str
+    name: str
+    role: str
+    model: str
+    """Model spec, e.g. ``openai:gpt-4o-mini``, ``local:smollm2``, ``fake``."""
+    fallback_models: list[str]
+    """Specs tried in order when the model fails."""
+    temperature: float
+    system_prompt: str
+    """The resolved system prompt (a custom file's text, or the role's)."""
+    summary_prompt: str | None
+    """A custom summary prompt's text, or None for the built-in one."""
+    context_window: int
+    max_output_tokens: int
+    timeout_s: float
+    summarization: dict[str, Any]
+    """Resolved summarization settings (debate-wide merged with the agent's own)."""
+    view_split: NotRequired[dict[str, int]]
+    """Roundtable: tokens of the view for ``system``, ``summary`` and ``recent``."""
+
+
+class RunSettings(TypedDict):
+    """Everything a run was configured with, fixed at setup: resume reads it from here."""
+
+    protocol: Literal["phases", "roundtable"]
+    agents: list[AgentProfile]
+    judge: AgentProfile
+    rounds: int
+    clarify: bool
+    max_questions: int
+    max_concurrency: int
+    """Most model calls at once per provider."""
+    cap: SpendCap
+    """The spend cap, fixed at setup: a resumed debate continues with what is left."""
+    prices: dict[str, Price]
+    """Price per model spec the debate uses (US dollars per million tokens)."""
+    briefings: NotRequired[dict[str, str]]
+    """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
+    reply_notes: NotRequired[dict[str, str]]
+    """Instructions added to the task of every call in a round, by round; never a turn."""
+    roundtable: NotRequired[ProtocolParams]
+    """The roundtable's parameters (its protocol only)."""
+
+
+class ProtocolParams(TypedDict):
+    """How a roundtable runs, as the seed's schema sketches it."""
+
+    order: Literal["round-robin", "moderator"]
+    max_turns: int
+    summary_every: int
+    """The rolling summary folds the oldest turns in every this many turns."""
+    view: dict[str, int]
+    """Token split of a speaker's view: ``system``, ``summary``, ``recent``."""
+    stop_rule: Literal["max_turns", "convergence"]
+    """Stop at max turns, or earlier when the moderator declares convergence."""
