@@ -118,18 +118,9 @@ def load_env_file(path: str | None) -> list[str]:
 
 
 def _parse_env(text: str) -> dict[str, str | None]:
-    """python-dotenv's reading when it is installed, else plain ``KEY=VALUE`` lines (``export``, quotes, #)."""
-    try:
-        from dotenv import dotenv_values
-    except ImportError:
-        values: dict[str, str | None] = {}
-        for line in text.splitlines():
-            key, eq, value = line.strip().removeprefix("export ").partition("=")
-            if eq and key.strip() and not key.lstrip().startswith("#"):
-                value = value.strip()
-                quoted = len(value) > 1 and value[0] == value[-1] and value[0] in "'\""
-                values[key.strip()] = value[1:-1] if quoted else value.split(" #", 1)[0].strip()
-        return values
+    """The file read as python-dotenv reads it (``export``, quotes, comments, multi-line values)."""
     import io
+
+    from dotenv import dotenv_values
 
     return dict(dotenv_values(stream=io.StringIO(text)))

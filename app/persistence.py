@@ -63,13 +63,6 @@ def is_storage_error(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
 
 
-def serde() -> Any:
-    """The serializer: our records are plain dicts, so nothing needs registering."""
-    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-
-    return JsonPlusSerializer()
-
-
 @asynccontextmanager
 async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
     """Open the async checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed.

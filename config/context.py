@@ -64,7 +64,9 @@ class Context:
     )
     max_output_tokens: Annotated[int | None, Field(ge=16, le=1_000_000)] = field(default=None, metadata=_d("Tokens reserved for each answer (default 1024)."))
     max_concurrency: Annotated[int | None, Field(ge=1, le=10_000)] = field(
-        default=None, metadata=_d("Most model calls of one phase at once (default 8); the CLI and Python API apply it.")
+        default=None, metadata=_d("Most model requests in flight at once to one provider for this run, summaries "
+                                  "included. Empty: the config file's maxConcurrency, else no limit (the embedded "
+                                  "model: one).")
     )
     timeout_s: Annotated[float | None, Field(ge=0.001, le=86_400)] = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
     max_tokens: Annotated[int | None, Field(ge=1, le=10**12)] = field(

@@ -1,6 +1,7 @@
 """Summarizer strategies: which material a new summary is made from.
 
-A strategy only plans; the summarizer calls the model. Both strategies cover
+A strategy only plans; the summarizer's rules turn the plan into prompts and
+the call road (``calls``) asks the model. Both strategies cover
 everything they must: a summary stands for every perspective turn before its
 ``through``, so what a strategy cannot show the model in one call it folds
 from the previous summary or reads in chunks. Add a strategy by writing a
@@ -104,16 +105,15 @@ class Fresh:
         return _rolling(uncovered, previous, keep, self.max_depth)
 
 
-STRATEGIES = ("rolling", "fresh")
+STRATEGIES: dict[str, type[Rolling] | type[Fresh]] = {"rolling": Rolling, "fresh": Fresh}
+"""The strategies by name: what ``summaryMethod`` / ``summary_method`` may say."""
 
 
 def get_strategy(name: str, max_depth: int = 3) -> Strategy:
     """Look a strategy up by name, naming the valid ones on failure."""
-    if name == "rolling":
-        return Rolling(max_depth)
-    if name == "fresh":
-        return Fresh(max_depth)
-    raise ValueError(f"unknown summary strategy {name!r}; use one of {list(STRATEGIES)}")
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown summary strategy {name!r}; use one of {list(STRATEGIES)}")
+    return STRATEGIES[name](max_depth)
 
 
 def keep_recent(uncovered: Sequence[Turn], preserve: int, room: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,7 +46,8 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     agents = [a["id"] for a in state["settings"]["agents"]]
     parsed = replies[0]["parsed"] or {}
     speaker = parsed.get("speaker") if parsed.get("speaker") in agents else None
-    enough = turn_no - 1 >= MIN_TURNS_PER_AGENT * len(agents)
+    spoken = Counter(t["speaker"] for t in state.get("transcript", []) if t["kind"] == "message")
+    enough = all(spoken[a] >= MIN_TURNS_PER_AGENT for a in agents)
     converged = bool(parsed.get("converged")) and enough
     fallback = speaker_of({**state, "current_speaker": None}, turn_no)  # type: ignore[typeddict-item]
     choice = Moderation(turn=turn_no, speaker=speaker or fallback, converged=converged,

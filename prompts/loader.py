@@ -47,12 +47,12 @@ def render(template: str, **values: object) -> str:
     return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), template)
 
 
-@lru_cache(maxsize=128)
 def read_prompt_file(path: str | None, what: str) -> str | None:
     """Read a user's prompt file, or warn naming it and return None to fall back.
 
-    Cached per path: a debate asks for the same file on every call, and an
-    unreadable one should warn once, not once per call.
+    Setup reads it once per debate and fixes its text in the settings; it is not
+    cached, so a file edited between two debates of one process (a dev server)
+    is read anew.
     """
     if not path:
         return None

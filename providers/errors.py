@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from debate_engine.providers.secrets import redact
+import json
+from functools import lru_cache
 
-TRANSPORT_ERRORS = {
-    "APIConnectionError",
-    "APITimeoutError",
-    "RateLimitError",
-    "InternalServerError",
-    "APIStatusError",
-    "TransportError",
-    "TimeoutException",
-    "ConnectError",
-    "ConnectionError",
-    "TimeoutError",
-    "JSONDecodeError",
-}
+from debate_engine.providers.secrets import redact
 
 
 class ProviderError(RuntimeError):
@@ -24,13 +13,27 @@ class ProviderError(RuntimeError):
 
 
 def is_provider_error(exc: BaseException) -> bool:
-    """True for network, timeout, rate-limit and HTTP status failures, whatever the client library."""
-    if isinstance(exc, ProviderError):
-        return True
-    modules = {c.__module__.split(".")[0] for c in type(exc).__mro__}
-    return any(c.__name__ in TRANSPORT_ERRORS for c in type(exc).__mro__) or bool(
-        modules & {"openai", "httpx", "httpcore"}
-    )
+    """True for network, timeout, rate-limit and HTTP status failures of the model client."""
+    return isinstance(exc, _transport_errors())
+
+
+@lru_cache(maxsize=1)
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The error types a failing provider raises: the OpenAI SDK's, its HTTP library's, and the OS's."""
+    found: list[type[BaseException]] = [ProviderError, ConnectionError, TimeoutError, json.JSONDecodeError]
+    try:
+        import openai
+
+        found.append(openai.OpenAIError)  # status errors (429, 5xx, 4xx), connection errors and timeouts
+    except ImportError:
+        pass
+    try:
+        import httpx
+
+        found += [httpx.TransportError, httpx.HTTPStatusError]
+    except ImportError:
+        pass
+    return tuple(found)
 
 
 def provider_error(agent_id: str, model: str, exc: BaseException) -> ProviderError:

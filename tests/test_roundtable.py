@@ -196,3 +196,21 @@ def test_the_pause_counts_only_this_agent_s_failures_since_its_last_good_summary
     assert [backing_off(log, "a", r) for r in (11, 12, 13)] == [True, True, False]
     assert [backing_off(log, "b", r) for r in (12, 13, 14)] == [True, True, False]
     assert not backing_off(log, "c", 1) and not backing_off(log[:3], "a", 7)
+
+
+def test_the_moderator_may_declare_convergence_only_once_every_participant_has_spoken_twice() -> None:
+    from debate_engine.nodes.moderate import apply
+    from tests.conftest import make_turn
+
+    graph = compile_roundtable(interrupt_before=["turn", "moderate"])
+    run(RoundtableContext(model="fake", agents="architect,security", turns=20, order="moderator"), graph=graph)
+    base = graph.get_state({"configurable": {"thread_id": "t"}}).values
+    reply: Any = {"parsed": {"speaker": "architect", "converged": True, "reason": "done"}, "content": ""}
+
+    def after(speakers: list[str]) -> dict[str, Any]:
+        turns = [make_turn(i, speaker=s, kind="message", round_no=i + 1) for i, s in enumerate(speakers)]
+        state = {**base, "transcript": turns, "turn_count": len(turns)}
+        return apply(state, [], [reply])  # type: ignore[arg-type]
+
+    assert after(["architect"] * 6)["moderation"]["converged"] is False  # six turns, but security never spoke
+    assert after(["architect", "security"] * 2)["moderation"]["converged"] is True
