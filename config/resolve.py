@@ -39,6 +39,8 @@ from debate_engine.providers.factory import (
 from debate_engine.providers.prices import cost, price_of
 
 DEFAULT_ROLES = ("architect", "performance", "security")
+DEFAULT_CALL_TIMEOUT_S = 120.0
+"""Each model's deadline for one answer, its client's retries included, when none is configured."""
 __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 
@@ -118,6 +120,7 @@ def resolve(context: Context) -> RunSettings:
         rounds=context.rounds or debate.rounds,
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=_given(context.max_questions, debate.clarifications_max_per_agent),
+        round_timeout_s=debate.timeout_per_round / 1000 if debate.timeout_per_round else None,
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),
@@ -161,7 +164,7 @@ def _profile(
         context_window=context_window(spec, window),
         max_output_tokens=context.max_output_tokens or entry.max_output_tokens or debate.max_output_tokens
         or default_output_tokens(spec),
-        timeout_s=context.timeout_s or (debate.timeout_per_round / 1000 if debate.timeout_per_round else 120.0),
+        timeout_s=context.timeout_s or DEFAULT_CALL_TIMEOUT_S,
         summarization=summary.merged(entry.summarization).model_dump(by_alias=True),
     )
 

@@ -48,6 +48,8 @@ class RunSettings(TypedDict):
     max_questions: int
     max_concurrency: int
     """Most model calls at once per provider."""
+    round_timeout_s: NotRequired[float | None]
+    """The most running time one round (or roundtable turn) may take (``timeoutPerRound``); None: no limit."""
     cap: SpendCap
     """The spend cap, fixed at setup: a resumed debate continues with what is left."""
     prices: dict[str, Price]

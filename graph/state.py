@@ -158,7 +158,10 @@ class ConversationState(TypedDict):
     spend: Annotated[Spend, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
     """Tokens and dollars spent so far (stored once per step as a write, not again in every checkpoint)."""
     stopped: str | None
-    """Why the debate stopped taking turns early (``budget``, ``convergence``), or None."""
+    """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
+    round_clock: dict[str, Any] | None
+    """The running time of the current round: ``{"round": n, "elapsed_s": s}`` (``timeoutPerRound``); time
+    stopped between a Ctrl-C and its resume does not count."""
     turn_count: int
     """Roundtable: turns taken so far."""
     current_speaker: str | None

@@ -11,6 +11,7 @@ and an async body, so ``invoke`` and ``ainvoke`` both work.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from langchain_core.runnables import RunnableLambda
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import amodel_call, model_call
+from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.spend import fits
 from debate_engine.nodes.status import emit
 
@@ -26,10 +28,29 @@ Plan = Callable[[ConversationState], Sequence[Any]]
 Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
 
 
+ROUND_PHASES = frozenset({"propose", "critique", "refine", "turn"})
+"""The phases whose running time counts against ``timeoutPerRound``."""
+
+
+def round_clock(name: str, state: ConversationState) -> tuple[int, float, float] | None:
+    """For a round's phase under ``timeoutPerRound``: its round, the time the round has run, and its limit."""
+    limit = state["settings"].get("round_timeout_s")
+    if not limit or name not in ROUND_PHASES:
+        return None
+    _, round_no = next_step(state)
+    clock = state.get("round_clock") or {}
+    return round_no, float(clock.get("elapsed_s", 0.0)) if clock.get("round") == round_no else 0.0, limit
+
+
 def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Sequence[Any], dict[str, Any] | None]:
-    """The calls to run, or the update that stops the debate because the phase no longer fits the cap."""
+    """The calls to run, or the update that stops the debate: the cap has no room, or the round's time is up."""
     if name == "synthesize" or not calls:
         return calls, None
+    clock = round_clock(name, state)
+    if clock is not None and clock[1] >= clock[2]:
+        emit({"event": "round_timeout", "phase": name, "round": clock[0], "elapsed_s": round(clock[1], 3),
+              "limit_s": clock[2]})
+        return calls, {"stopped": "timeout"}
     wanted = [r for c in calls for r in c.reserve()]
     if not fits(state, wanted):
         spent = (state.get("spend") or empty_spend())["total"]
@@ -39,6 +60,14 @@ def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Se
     if not fits(state, wanted * 2):  # room for the calls, not for retrying them all
         calls = [c.without_retries() for c in calls]
     return calls, None
+
+
+def _timed(name: str, state: ConversationState, update: dict[str, Any], started: float) -> dict[str, Any]:
+    """Add the phase's running time to its round's clock (checked before the round's next phase)."""
+    clock = round_clock(name, state)
+    if clock is not None:
+        update["round_clock"] = {"round": clock[0], "elapsed_s": clock[1] + time.monotonic() - started}
+    return update
 
 
 def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]) -> dict[str, Any]:
@@ -65,16 +94,18 @@ def phase_node(
         calls, stop = _gate(name, state, plan(state))
         if stop is not None:
             return stop
+        started = time.monotonic()
         results = [f.result() for f in [sync_task(c) for c in calls]]
-        return _settle(state, calls, results, apply(state, calls, results))
+        return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
 
     async def arun(state: ConversationState) -> dict[str, Any]:
         # Planning reads prompt files and the token table and counts every view: off the event loop.
         calls, stop = await asyncio.to_thread(lambda: _gate(name, state, plan(state)))
         if stop is not None:
             return stop
+        started = time.monotonic()
         results = list(await asyncio.gather(*(async_task(c) for c in calls)))
-        return _settle(state, calls, results, apply(state, calls, results))
+        return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
 
     run.__name__ = arun.__name__ = name
     return RunnableLambda(run, afunc=arun, name=name)
