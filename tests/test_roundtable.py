@@ -214,3 +214,15 @@ def test_the_moderator_may_declare_convergence_only_once_every_participant_has_s
 
     assert after(["architect"] * 6)["moderation"]["converged"] is False  # six turns, but security never spoke
     assert after(["architect", "security"] * 2)["moderation"]["converged"] is True
+
+
+def test_the_registry_records_only_what_good_summaries_recorded() -> None:
+    from debate_engine.memory.facets import empty_facets
+    from debate_engine.nodes.summarize import registry_of
+
+    def record(status: str, through: int, entities: list[str]) -> Any:
+        return {"status": status, "through": through, "facets": {**empty_facets(), "domain_entities": entities}}
+
+    registry = registry_of([record("ok", 10, ["Shard_A", "shard_a "]), record("failed", 12, ["shard_b"])])
+    assert list(registry["domain_entities"]) == ["shard_a"]  # keyed case- and space-insensitively
+    assert registry["domain_entities"]["shard_a"]["first_seen"] == 10
