@@ -1,8 +1,9 @@
 """The ``debate`` command line: run, list, show, report and resume debates.
 
 Exit codes: 0 done, 2 bad input or config, 3 provider failure, 4 summarizing
-failed with ``abortOnFailure``, 5 the database failed during the run, 130
-interrupted (SIGINT), 143 terminated (SIGTERM). Every step is checkpointed, so
+failed with ``abortOnFailure``, 5 the database failed during the run, 6 an
+output file could not be written at the end, 130 interrupted (SIGINT), 143
+terminated (SIGTERM). Every step is checkpointed, so
 a stopped, failed or killed run keeps its finished turns and continues with
 ``debate resume``. Nothing printed or logged shows a secret or a password.
 
@@ -17,7 +18,10 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import sys
+import warnings
+from collections.abc import Iterator
 from importlib import import_module
 from typing import Any
 
@@ -27,13 +31,18 @@ from debate_engine.app.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INPUT,
     EXIT_INTERRUPTED,
+    EXIT_OUTPUT,
     EXIT_PROVIDER,
     EXIT_STORAGE,
     EXIT_SUMMARY,
     EXIT_TERMINATED,
+    OutputFailed,
     UserError,
 )
 from debate_engine.providers.secrets import redact_logs
+
+NOTES = "debate.note"
+"""The logger of notes a user should see unless ``--quiet`` (the embedded model's start): plain lines on stderr."""
 
 STORAGE_HINT = "The turns saved before the failure are kept; when the database works again,"
 """What a storage failure leaves: not the turn whose write failed, which the resume makes again."""
@@ -53,13 +62,64 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="warning: %(message)s", stream=sys.stderr)
     redact_logs()
     args = _parser().parse_args(argv)
-    try:
-        return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
-    except BrokenPipeError:  # stdout closed early (`debate list | head`): the debate itself is saved
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
-    except Exception as exc:  # every failure becomes a named message and an exit code
-        return _failure(exc, args)
+    with _stderr(bool(getattr(args, "quiet", False))):
+        try:
+            return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
+        except BrokenPipeError:  # stdout closed early (`debate list | head`): the debate itself is saved
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return EXIT_BROKEN_PIPE
+        except Exception as exc:  # every failure becomes a named message and an exit code
+            return _failure(exc, args)
+
+
+@contextlib.contextmanager
+def _stderr(quiet: bool) -> Iterator[None]:
+    """``--quiet`` leaves errors only; otherwise notes (the embedded model's start) show as plain lines.
+
+    Everything is put back afterwards: tests, and Python callers of ``main``, run many commands in one process.
+    """
+    notes = logging.getLogger(NOTES)
+    # Only the handlers that print on stderr are raised: a log kept elsewhere (a file, a test's capture) keeps all.
+    screens = [h for h in logging.getLogger().handlers if type(h) is logging.StreamHandler]
+    before = notes.level, notes.propagate, list(notes.handlers), [h.level for h in screens]
+    notes.propagate, notes.handlers = False, ([] if quiet else [_NoteHandler()])
+    notes.setLevel(logging.ERROR if quiet else logging.INFO)
+    for handler in screens if quiet else ():
+        handler.setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        if quiet:  # a library's warning (a transport's, a deprecation) is not an error
+            warnings.simplefilter("ignore")
+        try:
+            yield
+        finally:
+            notes.setLevel(before[0])
+            notes.propagate, notes.handlers = before[1], before[2]
+            for handler, level in zip(screens, before[3], strict=True):
+                handler.setLevel(level)
+
+
+class _NoteHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A note on stderr as a plain line, on a line of its own even under the live progress line."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def format(self, record: logging.LogRecord) -> str:
+        return ("\r\033[K" if self.stream.isatty() else "") + record.getMessage()
+
+
+QUOTED = re.compile(r"(?<!\w)(['\"])([^'\"\n]{100,}?)\1(?!\w)")
+"""A value some layer quoted whole in a message: 100 characters or more between quotes (not apostrophes)."""
+
+
+LONG_WORD = re.compile(r"\S{200,}")
+"""A value quoted without quotes (a path, an id): 200 characters or more without a space."""
+
+
+def _short(message: str) -> str:
+    """``message`` with every long quoted value cut to about 80 characters, as the config's own messages are."""
+    message = QUOTED.sub(lambda m: f"{m[1]}{m[2][:38]}...{m[2][-38:]}{m[1]}", message)
+    return LONG_WORD.sub(lambda m: f"{m[0][:38]}...{m[0][-38:]}", message)
 
 
 def _failure(exc: BaseException, args: argparse.Namespace) -> int:
@@ -71,10 +131,13 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
     from debate_engine.providers.secrets import redact
 
     if _is_input_error(exc):
-        problems = getattr(exc, "problems", None) or [str(exc)]
+        problems = [_short(p) for p in getattr(exc, "problems", None) or [str(exc)]]
         text = "\n  ".join(["invalid input:", *problems] if len(problems) > 1 else problems)
         print(redact(f"error: {text}"), file=sys.stderr)
         return EXIT_INPUT
+    if isinstance(exc, OutputFailed):
+        print(redact(_short(f"error: {exc}")), file=sys.stderr)
+        return EXIT_OUTPUT
     hint = "Every finished turn is saved;"
     if isinstance(exc, Stopped):
         code, message = (EXIT_INTERRUPTED, "interrupted") if exc.signum == 2 else (EXIT_TERMINATED, "terminated")
@@ -88,7 +151,7 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
         code, message = EXIT_PROVIDER, f"the model provider failed: {exc}"
     else:
         raise exc
-    print(redact(f"error: {message}{_resume_hint(args, hint)}"), file=sys.stderr)
+    print(redact(_short(f"error: {message}{_resume_hint(args, hint)}")), file=sys.stderr)
     return code
 
 

@@ -11,6 +11,8 @@ EXIT_SUMMARY = 4
 """A summary failed and ``abortOnFailure`` is set."""
 EXIT_STORAGE = 5
 """The database failed during a run (disk full, server gone); what was saved stays and the debate resumes."""
+EXIT_OUTPUT = 6
+"""An output file could not be written at the end (disk full); the debate is saved and can be written again."""
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 EXIT_BROKEN_PIPE = 141
@@ -19,3 +21,7 @@ EXIT_BROKEN_PIPE = 141
 
 class UserError(Exception):
     """A mistake in the command line's input; exits 2 with its message."""
+
+
+class OutputFailed(Exception):
+    """An output could not be written after the work was done; exits 6 and says how to write it again."""

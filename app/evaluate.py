@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from debate_engine.calls import CallFailed, Request, aask, add_usage
 from debate_engine.config.file import AgentEntry, ConfigError, load_config
@@ -75,13 +77,33 @@ def _fields() -> dict[str, Any]:
         fields[f"{name}_justification"] = (str, Field(
             description=f"Evidence for the {label} score, one to three sentences.",
             json_schema_extra={"minLength": 20, "maxLength": JUSTIFICATION_CHARS}))
-        fields[name] = (int, Field(ge=1, le=10, description=f"{label.capitalize()}: 1 to 10 by the rubric.",
-                                   json_schema_extra=_score_schema))
+        fields[name] = (int, Field(ge=1, le=10, strict=True, description=f"{label.capitalize()}: 1 to 10 by the "
+                                   "rubric.", json_schema_extra=_score_schema))
     return fields
 
 
+_FIRST_WORDS = "|".join(sorted({c.split("_")[0] for c in CRITERIA}))
+SCHEMA_DEBRIS = re.compile(rf'^\s*[,:{{}}\[\]]|"\w+"\s*:|\b(?:{_FIRST_WORDS})\w*"?\s*:\s*\d', re.IGNORECASE)
+"""What a justification that is really a piece of the JSON around it shows: an opening comma, colon or bracket, a
+``"key":``, a criterion's ``name: 2`` (an embedded model once justified 10/10 with ``", overall_scalabilty: 2, "``)."""
+
+
+class _Answer(BaseModel):
+    """The checks every evaluator's answer passes before it is scored."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _evidence(cls, value: Any, info: Any) -> Any:
+        """A justification must be prose: at least 20 characters and four words, no debris of the schema."""
+        if str(info.field_name).endswith("_justification"):
+            text = value.strip()
+            if len(text) < 20 or len(re.findall(r"[^\W\d_]{2,}", text)) < 4 or SCHEMA_DEBRIS.search(text):
+                raise ValueError(f"not a justification: {text[:60]!r}")
+        return value
+
+
 Evaluation: type[BaseModel] = create_model(  # type: ignore[call-overload]
-    "Evaluation", __doc__="Score the solution on every criterion.", **_fields()
+    "Evaluation", __doc__="Score the solution on every criterion.", __base__=_Answer, **_fields()
 )
 
 
@@ -95,10 +117,16 @@ class Evaluator:
     context_window: int
     max_output_tokens: int
     system_prompt: str
+    chosen: str = ""
+    """Why this model: ``--model``, its config entry, the debate's judge model, or the default."""
 
 
-def evaluators_of(config: str | None, model: str | None) -> list[Evaluator]:
-    """The config's enabled ``evaluators`` (all on ``model`` when given), else one on ``model`` or the default."""
+def evaluators_of(config: str | None, model: str | None, judge_model: str | None = None) -> list[Evaluator]:
+    """The config's enabled ``evaluators``, else one; each on ``model``, else its own, else ``judge_model``.
+
+    The debate's own judge model is the natural default: it is the model the
+    user chose for this debate, where the environment's default may be another.
+    """
     entries = [e for e in (load_config(config).evaluators if config else []) if e.enabled]
     if not entries:
         entries = [AgentEntry(id="evaluator", temperature=0.2)]
@@ -109,8 +137,10 @@ def evaluators_of(config: str | None, model: str | None) -> list[Evaluator]:
         if ident in seen:
             problems.append(f"{where}.id: {ident!r} is used twice; give each evaluator a unique id")
         seen.add(ident)
-        specs = (model or spec_from_config(entry.model, entry.provider) or default_model(),
-                 *(entry.fallback_models or []))
+        own = spec_from_config(entry.model, entry.provider)
+        chosen = ("--model" if model else "its config" if own else "the debate's judge model" if judge_model
+                  else "the default model")
+        specs = (model or own or judge_model or default_model(), *(entry.fallback_models or []))
         try:
             for spec in specs:
                 parse_spec(spec)
@@ -121,7 +151,7 @@ def evaluators_of(config: str | None, model: str | None) -> list[Evaluator]:
             problems.append(f"{where} ({ident}): {exc}")
             continue
         system = read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}") or SYSTEM_PROMPT
-        out.append(Evaluator(ident, specs, entry.temperature, window, output, system))
+        out.append(Evaluator(ident, specs, entry.temperature, window, output, system, chosen))
     if problems:
         raise ConfigError(problems)
     return out
@@ -233,14 +263,27 @@ def averages(records: list[dict[str, Any]]) -> dict[str, float | None]:
     return {c: round(sum(r["criteria"][c]["score"] for r in ok) / len(ok), 2) if ok else None for c in CRITERIA}
 
 
-async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: str) -> dict[str, Any]:
+async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: str,
+                   on_start: Callable[[Evaluator], None] | None = None,
+                   on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Every evaluator at once (the embedded model one at a time), and the averages.
 
-    Every prompt is built first, so a window too small for the rubric stops the command before any call.
+    Every prompt is built first, so a window too small for the rubric stops the command before any call;
+    then ``on_start`` hears of each evaluator, and ``on_done`` of each record as it ends.
     """
     prompts = [build_prompt(values, e) for e in evaluators]
+    if on_start:
+        for evaluator in evaluators:
+            on_start(evaluator)
     run = f"eval:{source}"  # the evaluators share this run's provider slots (the embedded server: one)
-    records = list(await asyncio.gather(*(evaluate_one(e, p, run) for e, p in zip(evaluators, prompts, strict=True))))
+
+    async def one(evaluator: Evaluator, prompt: tuple[str, str, int]) -> dict[str, Any]:
+        record = await evaluate_one(evaluator, prompt, run)
+        if on_done:
+            on_done(record)
+        return record
+
+    records = list(await asyncio.gather(*(one(e, p) for e, p in zip(evaluators, prompts, strict=True))))
     return {
         "source": source,
         "problem": (values.get("problem", "").strip().splitlines() or [""])[0][:200],

@@ -10,6 +10,7 @@ never a whole debate, and one process at a time may run a thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -95,12 +96,28 @@ async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     path = await asyncio.to_thread(_sqlite_path, db)
     try:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
+        stack.push_async_callback(_settle, saver)  # runs before the connection closes
         await saver.conn.execute("PRAGMA journal_mode=WAL")
         await saver.conn.execute("PRAGMA busy_timeout=30000")  # wait out a closing writer under load
         await saver.setup()
     except sqlite3.Error as exc:
         raise StorageError(f"cannot use the debate database {path}: {exc}; pass --db PATH") from None
     return saver
+
+
+async def _settle(saver: Any) -> None:
+    """Let a checkpoint write still under way when the run ended finish before the connection closes.
+
+    LangGraph saves a finished call's writes in a task of their own; when a sibling call fails,
+    the run ends while that task may still be writing. Closed under it, the connection stays open
+    as a zombie holding the write lock (its cursor outlives the close), and the next command in the
+    same process (a test's resume, a worker's next debate) finds the database locked.
+    """
+    await asyncio.sleep(0)  # a write scheduled as the run ended takes its turn at the lock first
+    async with saver.lock:  # the saver's own: held by each write from its insert to its commit
+        with contextlib.suppress(sqlite3.Error, ValueError):  # a failed or closed database: closing rolls back
+            if saver.conn.in_transaction:
+                await saver.conn.rollback()
 
 
 async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
@@ -127,7 +144,11 @@ def _expanded(db: str) -> Path:
 
 def _sqlite_path(db: str) -> Path:
     path = _expanded(db)
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:  # a name too long for the file system
+        raise StorageError(f"--db: cannot use {db} ({exc.strerror}); pass --db PATH") from None
+    if is_dir:
         raise StorageError(f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

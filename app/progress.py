@@ -1,19 +1,25 @@
 """Progress on stderr from the graph's custom stream events.
 
 By default one line per phase (and a failed summary's warning); ``verbose``
-adds each call and each summary as it ends. When stderr is a terminal, a live
-line under them shows the phase, the round (a roundtable's turn), the calls
-done of the total (summaries count as they come) and the tokens so far,
-redrawn in place; anywhere else nothing extra is written. ``quiet`` writes
-nothing. A finished run ends with one summary line.
+adds each call and each summary as it ends, with what it cost, and after each
+step what the debate has spent. When stderr is a terminal, a live line under
+them shows the phase, the round (a roundtable's turn), the calls done of the
+total (summaries count as they come) and the tokens so far, redrawn in place;
+anywhere else nothing extra is written. ``quiet`` writes nothing. A finished
+run ends with one line of the whole debate's figures.
+
+Every figure comes from the state: each step's ``spend`` event carries the
+state's spend, which replaces the running count; between two, a call adds the
+requests and usage it is charged for. So the live line, the ``-v`` lines, the
+final line, ``debate list`` and the report agree.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any, TextIO
 
+from debate_engine.app.words import counted
 from debate_engine.providers.secrets import redact
 
 CLEAR = "\r\033[K"
@@ -46,15 +52,17 @@ def planned_calls(settings: dict[str, Any]) -> int:
     return expected_calls(len(settings.get("agents", [])), settings.get("rounds", 0))
 
 
-def summary_line(values: dict[str, Any], wall_s: float, before: dict[str, Any] | None = None) -> str:
-    """Wall time, calls and tokens of this run: the debate's figures, less those it had when resumed."""
-    from debate_engine.app.report import duration, figures
+def summary_line(values: dict[str, Any]) -> str:
+    """The whole debate's figures, from its state: time running (and stopped, after a resume), calls, tokens.
 
-    now = figures(values)["total"]
-    then = figures(before)["total"] if before else {"calls": 0, "prompt": 0, "completion": 0}
-    calls, prompt, completion = (now[k] - then[k] for k in ("calls", "prompt", "completion"))
-    return (f"took {duration(wall_s)}: {calls} model calls, {prompt + completion} tokens "
-            f"({prompt} prompt + {completion} completion)")
+    The same figures as the report's, however many runs the debate took.
+    """
+    from debate_engine.app.figures import duration, totals
+
+    t = totals(values)
+    stopped = f" (and {duration(t['stopped_s'])} stopped)" if t["stopped_s"] >= 1 else ""
+    return (f"took {duration(t['running_s'])}{stopped}: {counted(t['calls'], 'model call')}, {t['tokens']} tokens "
+            f"({t['prompt_tokens']} prompt + {t['completion_tokens']} completion)")
 
 
 class Progress:
@@ -66,24 +74,22 @@ class Progress:
         self.live = not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
         self.calls = self.total = self.tokens = self.summaries = 0
         self.phase, self.round, self.rounds = "setup", 0, 0
-        self.moderated = False
-        self.started = time.monotonic()
-        self.before: dict[str, Any] | None = None
+        self.moderated = self.roundtable = False
         self._drawn = False
         self._gaps: dict[str, int] = {}
 
     def resume(self, values: dict[str, Any]) -> None:
-        """Start from a stored debate: the calls it has made, the calls it has left, its tokens so far."""
-        from debate_engine.app.report import figures
+        """Start from a stored debate: the calls it has made (its spend), the calls it has left, its tokens."""
+        from debate_engine.app.figures import totals
 
         settings, status = values.get("settings") or {}, values.get("status") or {}
-        asked = sum(1 for t in values.get("transcript", []) if t["kind"] == "clarification")
-        made = figures(values)
-        self.before = values
+        by_phase = (values.get("spend") or {}).get("by_phase") or {}
+        made = totals(values)
         self.moderated = (settings.get("roundtable") or {}).get("order") == "moderator"
-        self.total = planned_calls(settings) + asked + made["summary_calls"] if settings else 0
-        self.calls, total = made["total"]["calls"], made["total"]
-        self.tokens = total["prompt"] + total["completion"]
+        self.roundtable = settings.get("protocol") == "roundtable"
+        self.calls, self.tokens, self.summaries = made["calls"], made["tokens"], status.get("summaries", 0)
+        unplanned = sum(by_phase.get(p, {}).get("calls", 0) for p in ("clarify", "summarize"))
+        self.total = max(planned_calls(settings) + unplanned, self.calls) if settings else 0
         self.phase, self.round, self.rounds = status.get("phase", "setup"), status.get("round", 0), status.get(
             "rounds", 0)
 
@@ -110,13 +116,13 @@ class Progress:
         """The run's one summary line, unless quiet."""
         self.close()
         if not self.quiet:
-            self._print(summary_line(values, time.monotonic() - self.started, self.before))
+            self._print(summary_line(values))
 
     def _count(self, kind: Any, event: dict[str, Any]) -> None:
         """Count calls as they end; what no one knows in advance (clarifications, summaries) adds to the total."""
         if kind == "debate_started":
             self.rounds = event.get("rounds", 0)
-            roundtable = event.get("protocol") == "roundtable"
+            self.roundtable = roundtable = event.get("protocol") == "roundtable"
             self.total = (expected_turn_calls(self.rounds, self.moderated) if roundtable
                           else expected_calls(len(event.get("agents", [])), self.rounds))
         elif kind == "phase_started":
@@ -128,14 +134,18 @@ class Progress:
             self.summaries += 1
             self.calls += event.get("calls", 1)
             self.total += event.get("calls", 1)
+        elif kind == "spend":  # a step has been charged: the state's own figures replace the running count
+            self.calls, self.tokens = event["calls"], event["tokens"]
+            self.total = max(self.total, self.calls)
         elif kind == "budget_stop" or (kind == "moderation" and event.get("converged")):
             self.total = self.calls + 1  # the judge's synthesis is all that is left
 
     def _contribution(self, event: dict[str, Any]) -> None:
         """One call ended; a roundtable's turns and the moderator's choices also say where the debate is."""
-        self.calls += 1
-        self.tokens += event.get("tokens", 0) + event.get("prompt_tokens", 0)
-        self.total += event.get("kind") == "clarification"
+        requests, prompt, completion = _spent(event)
+        self.calls += requests
+        self.tokens += prompt + completion
+        self.total += (event.get("kind") == "clarification") + max(0, requests - 1)
         if event.get("kind") == "moderation" and not self.moderated:
             self.moderated = True  # debate_started does not say the order: the first choice does
             self.total += self.rounds
@@ -144,10 +154,10 @@ class Progress:
             self.round = event.get("round", self.round)
 
     def _line(self, kind: Any, event: dict[str, Any]) -> str | None:
-        where = f"[round {event.get('round', '-')}/{event.get('rounds', '-')}]"
+        where = f"[{'turn' if self.roundtable else 'round'} {event.get('round', '-')}/{event.get('rounds', '-')}]"
         if kind == "debate_started":
-            unit = "turns" if event.get("protocol") == "roundtable" else "round(s)"
-            return f"agents: {', '.join(event['agents'])}; {event['rounds']} {unit}"
+            unit = "turn" if event.get("protocol") == "roundtable" else "round"
+            return f"agents: {', '.join(event['agents'])}; {counted(event['rounds'], unit)}"
         if kind == "phase_started":
             return f"{where} {event['phase']}"
         if kind == "summarization_error":
@@ -162,12 +172,17 @@ class Progress:
         if kind == "contribution":
             on = f" on {event['target']}" if event.get("target") else ""
             cut = " (cut at the output limit)" if event.get("truncated") else ""
-            return (f"  {event['agent_id']}{on}: {event['kind']} done, {event['tokens']} tokens "
-                    f"{event.get('latency_ms', 0) / 1000:.1f}s{cut} (tokens so far {self.tokens})")
+            requests, prompt, completion = _spent(event)
+            tries = f" in {requests} requests" if requests > 1 else ""
+            return (f"  {event['agent_id']}{on}: {event['kind']} done{tries}, {prompt} prompt + {completion} "
+                    f"completion tokens, {event.get('latency_ms', 0) / 1000:.1f}s{cut}")
+        if kind == "spend":
+            return f"  spent so far: {counted(event['calls'], 'model call')}, {event['tokens']} tokens"
         if kind == "summarization_started":
-            return f"  {event['agent_id']}: summarizing {event['turns']} turns ({event['reason']})"
+            return f"  {event['agent_id']}: summarizing {counted(event['turns'], 'turn')} ({event['reason']})"
         if kind == "summarization_completed":
-            return f"  {event['agent_id']}: summary {event['tokens_before']} -> {event['tokens_after']} tokens"
+            tries = f" in {event['calls']} requests" if event.get("calls", 1) > 1 else ""
+            return f"  {event['agent_id']}: summary{tries} {event['tokens_before']} -> {event['tokens_after']} tokens"
         return None
 
     def _print(self, line: str) -> None:
@@ -176,9 +191,17 @@ class Progress:
 
     def _draw(self) -> None:
         of = f"/{self.total}" if self.total else ""
-        summaries = f", {self.summaries} summaries" if self.summaries else ""
-        text = (f"{self.phase} · round {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
+        summaries = f", {counted(self.summaries, 'summary', 'summaries')}" if self.summaries else ""
+        unit = "turn" if self.roundtable else "round"  # a roundtable's turns count as its rounds
+        text = (f"{self.phase} · {unit} {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
                 f"· {self.tokens} tokens")
         self.stream.write(CLEAR + text)
         self.stream.flush()
         self._drawn = True
+
+
+def _spent(event: dict[str, Any]) -> tuple[int, int, int]:
+    """A call's requests and tokens as charged (``nodes.status.spent``); our own count for an event without them."""
+    if "requests" in event:
+        return event["requests"], event["input_tokens"], event["output_tokens"]
+    return 1, event.get("prompt_tokens", 0), event.get("tokens", 0)

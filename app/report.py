@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from debate_engine.app.figures import duration, figures, latency
+from debate_engine.app.verdict_report import positions_section, verdict_section
+from debate_engine.app.words import counted
 from debate_engine.memory.facets import registry_digest
 
 ROUND_KINDS = {"proposal": "Proposals", "critique": "Critiques", "refinement": "Refinements"}
 """What a phase debate's round holds, in order, with its section title."""
-PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "synthesis", "summary")
 
 
 def export_state(values: dict[str, Any]) -> dict[str, Any]:
@@ -33,6 +35,7 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
         "stopped": values.get("stopped"),
         "moderation": values.get("moderation"),
         "facets": values.get("facets") or {},
+        "stop_reason": values.get("stop_reason"),
     }
 
 
@@ -72,7 +75,9 @@ def render_report(values: dict[str, Any]) -> str:
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
     lines += _recorded(values.get("facets") or {})
+    lines += positions_section(values)
     lines += _solution(values.get("solution"))
+    lines += verdict_section(values)
     lines += _figures(values)
     return "\n".join(lines) + "\n"
 
@@ -115,7 +120,7 @@ def _turns(values: dict[str, Any]) -> list[str]:
 def _contribution(turn: dict[str, Any]) -> list[str]:
     """One turn's figures (what its speaker saw, whether it was cut) and its text."""
     seen = turn.get("view") or {}
-    audit = (f" · saw {seen.get('turns', 0)} turns verbatim, summary {seen.get('summary_id') or 'none'}, "
+    audit = (f" · saw {counted(seen.get('turns', 0), 'turn')} verbatim, summary {seen.get('summary_id') or 'none'}, "
              f"{seen.get('prompt_tokens', 0)} prompt tokens" if seen else "")
     cut = " · **cut at the output limit**" if turn.get("truncated") else ""
     return ["", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
@@ -156,102 +161,33 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
             lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
     if solution.get("structured"):
         lines += ["", f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}"]
+    else:
+        lines += ["", "*The judge gave no structured answer (its model could not, or its answer did not parse): "
+                      "the solution is its plain text, with no lists and no stated confidence.*"]
     return lines
-
-
-def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per model-written turn and per summary: agent, phase, calls, tokens in and out, latency.
-
-    The roundtable moderator's choices write no turn: one row holds them all, from the spend record.
-    """
-    rows = []
-    for turn in values.get("transcript", []):
-        if turn.get("model") is None and turn["kind"] != "clarification":
-            continue
-        usage = turn.get("usage") or {}
-        rows.append({"agent": turn["speaker"], "phase": turn["kind"], "calls": 1,
-                     "prompt": usage.get("input_tokens") or (turn.get("view") or {}).get("prompt_tokens", 0),
-                     "completion": usage.get("output_tokens") or turn["tokens"],
-                     "latency_ms": [turn.get("latency_ms", 0)], "cut": int(bool(turn.get("truncated")))})
-    for record in values.get("summary_log", []):
-        usage, calls = record.get("usage") or {}, record.get("calls", 1)
-        rows.append({"agent": record["agent_id"], "phase": "summary", "calls": calls,
-                     "prompt": usage.get("input_tokens", 0), "completion": usage.get("output_tokens", 0),
-                     "latency_ms": [record.get("latency_ms", 0) // calls] * calls if calls else [], "cut": 0})
-    moderated = ((values.get("spend") or {}).get("by_phase") or {}).get("moderate")
-    if moderated:
-        judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
-        rows.append({"agent": judge, "phase": "moderation", "calls": moderated["calls"],
-                     "prompt": moderated["input_tokens"], "completion": moderated["output_tokens"],
-                     "latency_ms": [], "cut": 0})
-    return rows
-
-
-def _add(groups: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
-    group = groups.setdefault(key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0})
-    for name in ("calls", "prompt", "completion", "cut"):
-        group[name] += row[name]
-    group["latency_ms"] += row["latency_ms"]
-
-
-def figures(values: dict[str, Any]) -> dict[str, Any]:
-    """What a debate cost: wall time, calls, tokens, summaries, retries, failures, cut turns, latency."""
-    rows = calls_of(values)
-    by_agent: dict[str, dict[str, Any]] = {}
-    by_phase: dict[tuple[str, str], dict[str, Any]] = {}
-    total: dict[Any, dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)):
-        _add(by_agent, row["agent"], row)
-        _add(by_phase, (row["agent"], row["phase"]), row)
-        _add(total, "total", row)
-    log = values.get("summary_log", [])
-    ok = [r for r in log if r["status"] == "ok"]
-    status = values.get("status") or {}
-    return {
-        "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
-        "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
-        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation")),
-        "moderation_calls": sum(r["calls"] for r in rows if r["phase"] == "moderation"),
-        "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
-        "summaries": len(ok), "failed_summaries": len(log) - len(ok),
-        "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
-        "extra_summary_calls": sum(max(r.get("calls", 1) - 1, 0) for r in ok),
-        "cut": [t["id"] for t in values.get("transcript", []) if t.get("truncated")],
-        "by_agent": by_agent, "by_phase": by_phase,
-    }
-
-
-def duration(seconds: float) -> str:
-    """``4.2 s``, ``3 min 05 s``, ``2 h 07 min``."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
-
-
-def _latency(latencies: list[int]) -> tuple[str, str]:
-    if not latencies:
-        return "0.00", "0.00"
-    return f"{sum(latencies) / len(latencies) / 1000:.2f}", f"{max(latencies) / 1000:.2f}"
 
 
 def _figures(values: dict[str, Any]) -> list[str]:
     f = figures(values)
     total = f["total"]
-    mean, top = _latency(total["latency_ms"])
-    cut = f"{len(f['cut'])} turn(s)" + (f": {', '.join(f['cut'][:10])}" if f["cut"] else "")
+    mean, top = latency(total["latency_ms"])
+    cut = counted(len(f["cut"]), "turn") + (f": {', '.join(f['cut'][:10])}" if f["cut"] else "")
     cut += f" and {len(f['cut']) - 10} more" if len(f["cut"]) > 10 else ""
     rows = [
+        ("time running", f"{duration(f['running_s'])} (model calls and the steps between them)"),
+        ("time stopped", f"{duration(f['stopped_s'])} (interrupted until resumed, or waiting for answers)"),
         ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
-        ("model calls", f"{total['calls']} ({f['turn_calls']} turns, " + (f"{f['moderation_calls']} moderator "
-                        "calls, " if f["moderation_calls"] else "") + f"{f['summary_calls']} summary calls)"),
+        ("model calls", f"{total['calls']} ({counted(f['turn_calls'], 'turn')}, " + (
+            f"{counted(f['moderation_calls'], 'moderator call')}, " if f["moderation_calls"] else "")
+         + f"{counted(f['summary_calls'], 'summary call')})"),
         ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),
         ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),
-        ("retries", f"{f['extra_summary_calls']} extra summary calls (material read in parts, or a reply cut "
+        ("retries", f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "
                     "at the output limit asked again)"),
-        ("failures", f"{f['failed_summaries']} failed summaries; failed calls are not stored (a call that "
-                     "fails after its retries stops the run, and resume makes it again)"),
+        ("failures", f"{f['failed_summaries']} failed summaries; {f['failed_requests']} requests that returned "
+                     "nothing (not charged; a call that fails after its retries stops the run, and resume makes it "
+                     "again)"),
         ("cut at the output limit", cut),
         ("latency per call", f"mean {mean} s, max {top} s (model time, without queue time)"),
     ]
@@ -260,11 +196,11 @@ def _figures(values: dict[str, Any]) -> list[str]:
               "| max latency (s) |", "|---|---|---|---|---|---|"]
     for agent, g in [*f["by_agent"].items(), ("**total**", total)]:
         lines.append(f"| {_cell(agent)} | {g['calls']} | {g['prompt']} | {g['completion']} "
-                     f"| {' | '.join(_latency(g['latency_ms']))} |")
+                     f"| {' | '.join(latency(g['latency_ms']))} |")
     lines += ["", "### By agent and phase", "", "| agent | phase | calls | prompt tokens | completion tokens "
               "| mean latency (s) | cut at the output limit |", "|---|---|---|---|---|---|---|"]
     order = list(f["by_agent"])
     for (agent, phase), g in sorted(f["by_phase"].items(), key=lambda kv: order.index(kv[0][0])):
         lines.append(f"| {_cell(agent)} | {phase} | {g['calls']} | {g['prompt']} | {g['completion']} "
-                     f"| {_latency(g['latency_ms'])[0]} | {g['cut']} |")
+                     f"| {latency(g['latency_ms'])[0]} | {g['cut']} |")
     return lines

@@ -31,20 +31,32 @@ def parse_structured(schema: type[BaseModel], message: Any, parsed: Any = None) 
     return None
 
 
-def _candidates(message: Any) -> list[Any]:
-    """Every object the message may hold: parsed tool calls, raw tool-call arguments, then its text."""
-    out: list[Any] = [call.get("args") for call in getattr(message, "tool_calls", None) or []]
+def _raw_texts(message: Any) -> list[str]:
+    """The raw strings a structured answer may be in: unparsed tool-call arguments, then the reply's text."""
     raws = [call.get("args") for call in getattr(message, "invalid_tool_calls", None) or []]
     kwargs = getattr(message, "additional_kwargs", None) or {}
     raws += [(c.get("function") or {}).get("arguments") for c in kwargs.get("tool_calls") or []]
-    text = getattr(message, "text", "")
-    raws.append(text if isinstance(text, str) else "")
-    for raw in raws:
-        if isinstance(raw, str) and raw.strip():
+    raws.append(getattr(message, "text", ""))
+    return [r for r in raws if isinstance(r, str) and r.strip()]
+
+
+def _candidates(message: Any) -> list[Any]:
+    """Every object the message may hold: parsed tool calls, raw tool-call arguments, then its text."""
+    out: list[Any] = [call.get("args") for call in getattr(message, "tool_calls", None) or []]
+    for raw in _raw_texts(message):
+        if raw:
             found = json_object(raw)
             if found is not None:
                 out.append(found)
     return [c for c in out if isinstance(c, dict)]
+
+
+def looks_cut(message: Any) -> bool:
+    """Whether a structured answer stops inside its JSON: cut at the output limit, whatever ``finish_reason`` says.
+
+    llama.cpp reports a tool call cut at ``max_tokens`` as ``finish_reason: "tool_calls"``.
+    """
+    return any("{" in raw and _closing(raw, raw.index("{")) is None for raw in _raw_texts(message))
 
 
 def json_object(text: str) -> dict[str, Any] | None:

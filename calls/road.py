@@ -30,7 +30,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
-from debate_engine.calls.parse import parse_structured
+from debate_engine.calls.parse import looks_cut, parse_structured
 from debate_engine.calls.slots import aslot, slot, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
 from debate_engine.memory.records import Usage
@@ -93,6 +93,8 @@ class Answer:
     latency_ms: int
     """Model time of the attempt that answered (waits for a slot excluded)."""
     attempts: list[Attempt]
+    clamped: list[str] = field(default_factory=list)
+    """Fields of the structured answer clipped or clamped to fit its schema."""
 
 
 class CallFailed(ProviderError):
@@ -131,7 +133,8 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
                 assert result.attempt is not None
                 parsed = result.parsed.model_dump() if result.parsed is not None else None
                 return Answer(text=result.text, parsed=parsed, model=spec, truncated=result.truncated,
-                              latency_ms=result.attempt["latency_ms"], attempts=attempts)
+                              latency_ms=result.attempt["latency_ms"], attempts=attempts,
+                              clamped=list(getattr(result.parsed, "clamped", []) or []))
             elif outcome == "empty" and retry_empty:
                 retry_empty = False
             else:
@@ -171,17 +174,17 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
-    cut = meta.get("finish_reason") == "length"
+    cut = meta.get("finish_reason") == "length" or (structured and looks_cut(raw))
     calls = json.dumps([c.get("args") for c in getattr(raw, "tool_calls", None) or []])
     usage = usage_of(raw) or counted_usage(request.system + "\n" + request.user, text or calls)
     # With a schema, a plain answer is read for JSON too: small models often write it instead of a tool call.
     given = out.get("parsed") if structured else None
     parsed = parse_structured(request.schema, raw, given) if request.schema else None
     error: str | None = None
-    if structured and parsed is None:
-        outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"
-    elif not structured and not text:
+    if not text and not getattr(raw, "tool_calls", None) and not getattr(raw, "invalid_tool_calls", None):
         outcome, error = "empty", "the model returned an empty reply"
+    elif structured and parsed is None:
+        outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"
     else:
         outcome = "cut" if cut else "ok"
     return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error), text, parsed, cut)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from debate_engine.config.file import MAX_ROUNDS
+from debate_engine.config.file import MAX_ROUNDS, ConfigError
 
 
 def _d(text: str) -> dict[str, str]:
@@ -84,6 +84,15 @@ class Context:
         metadata=_d("Instructions added to every agent's task in a round (or turn), by its number, seen only by "
                     "that round's calls: {\"2\": \"Quote the SLA you assume.\"}. `debate probe --plant replies` uses it."),
     )
+    stop_rule: str = field(
+        default="", metadata=_d("When the debate stops before its last round: fixed (never) or convergence (once "
+                                "every agent holds the same position). Empty: the config's terminationCondition.")
+    )
+    synthesis_method: str = field(
+        default="", metadata=_d("How the outcome is settled: judge (synthesizes the debate), voting (the agents' "
+                                "final positions vote) or merge (the judge merges the final refinements only). "
+                                "Empty: the config's synthesisMethod, else judge.")
+    )
     max_cost: Annotated[float | None, Field(ge=1e-9, le=10**9)] = field(
         default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
     )
@@ -107,15 +116,31 @@ class RoundtableContext(Context):
 
 
 def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
-    """The run's settings: those passed with the input (they survive a stop before setup), else the runtime's."""
+    """The run's settings: those passed with the input (they survive a stop before setup), else the runtime's.
+
+    An unknown key is an error naming the nearest valid one: ``round: 1`` must not run a 3-round debate.
+    """
+    if isinstance(runtime, dict) and not given:
+        given = runtime  # a server run may hand over the plain dict
     if given:
         fields = {k: v for k, v in given.items() if k != "protocol"}
-        kind = RoundtableContext if given.get("protocol") == "roundtable" else Context
-        known = {f for f in kind.__dataclass_fields__}
-        return kind(**{k: v for k, v in fields.items() if k in known})
-    if isinstance(runtime, dict):  # a server run may hand over the plain dict
-        return RoundtableContext(**runtime) if "turns" in runtime else Context(**runtime)
+        kind = RoundtableContext if given.get("protocol") == "roundtable" or "turns" in fields else Context
+        known = set(kind.__dataclass_fields__)
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise ConfigError([_unknown(key, known, kind) for key in unknown])
+        return kind(**fields)
     return runtime or Context()
+
+
+def _unknown(key: str, known: set[str], kind: type[Context]) -> str:
+    """The message for a context key no setting has, with the nearest one when there is one."""
+    from difflib import get_close_matches
+
+    near = get_close_matches(key, sorted(known), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else f"; the settings are: {', '.join(sorted(known))}"
+    where = "the roundtable's" if kind is RoundtableContext else "the debate's"
+    return f"context.{key[:80]}: unknown key, not one of {where} settings{hint}"
 
 
 def context_dict(context: Context) -> dict[str, Any]:

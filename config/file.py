@@ -1,23 +1,20 @@
 """The JSON config file (the seed system's schema): load it, validate it, list every problem.
 
-Users bring their seed-system files as they are: every field the seed schema
-declares loads, including those the engine does not use. Unknown keys are
-rejected with the nearest valid one, so a typo never passes silently. Problems
-are collected, not raised one at a time, and each names the field, the value
-and what would be valid.
+Seed-system files load as they are. An unknown key is rejected with the nearest valid one, so a typo never
+passes silently; every problem is collected and names the field, the value (cut short) and what would be valid.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
+from debate_engine.config.messages import NOT_A_NUMBER, not_a_number, quoted, unknown_key
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import role_names
 from debate_engine.providers.factory import ModelConfigError, parse_spec, spec_from_config
@@ -36,6 +33,11 @@ class ConfigError(ValueError):
         self.problems = problems
 
 
+# Numbers are strict: `true` is not one (lax parsing reads it as 1), nor is "3"; a Real takes 3 as 3.0.
+Real = Annotated[float, Strict()]
+Whole = Annotated[int, Strict()]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -48,50 +50,56 @@ class AgentEntry(_Strict):
     role: str = "generalist"
     model: str | None = None
     provider: Literal["openai", "openrouter", "local", "fake"] | None = None
-    temperature: float = Field(0.5, ge=0, le=2)
+    temperature: Real = Field(0.5, ge=0, le=2)
     enabled: bool = True
     system_prompt_path: str | None = Field(None, alias="systemPromptPath")
     summary_prompt_path: str | None = Field(None, alias="summaryPromptPath")
     clarification_prompt_path: str | None = Field(None, alias="clarificationPromptPath")
     summarization: dict[str, Any] | None = None
-    context_window: int | None = Field(None, ge=512, alias="contextWindow")
-    max_output_tokens: int | None = Field(None, ge=16, alias="maxOutputTokens")
+    context_window: Whole | None = Field(None, ge=512, alias="contextWindow")
+    max_output_tokens: Whole | None = Field(None, ge=16, alias="maxOutputTokens")
     fallback_models: list[str] | None = Field(None, alias="fallbackModels")
 
 
 class Termination(_Strict):
+    """When the debate stops before its last round: ``convergence`` once every agent holds the same position."""
+
     type: Literal["fixed", "convergence", "quality"] = "fixed"
-    threshold: float | None = None
+    threshold: Real | None = None
+    min_round: int = Field(2, ge=1, alias="minRound")
+    """The first round after which convergence may stop the debate."""
 
 
 class DebateSection(_Strict):
     """The ``debate`` object: the seed's fields and our own."""
 
-    rounds: int = Field(3, ge=1, le=MAX_ROUNDS)
+    rounds: Whole = Field(3, ge=1, le=MAX_ROUNDS)
     termination_condition: Termination | None = Field(None, alias="terminationCondition")
     synthesis_method: Literal["judge", "voting", "merge"] = Field("judge", alias="synthesisMethod")
-    include_full_history: bool = Field(False, alias="includeFullHistory")
-    timeout_per_round: int | None = Field(None, ge=1, alias="timeoutPerRound")
+    include_full_history: bool | None = Field(None, alias="includeFullHistory")
+    """Whether the judge synthesizes from the whole debate (true, the default) or from the final round's
+    proposals and refinements only (false, as the seed system's judge did)."""
+    timeout_per_round: Whole | None = Field(None, ge=1, alias="timeoutPerRound")
     interactive_clarifications: bool = Field(False, alias="interactiveClarifications")
-    clarifications_max_per_agent: int = Field(3, ge=0, le=20, alias="clarificationsMaxPerAgent")
+    clarifications_max_per_agent: Whole = Field(3, ge=0, le=20, alias="clarificationsMaxPerAgent")
     summarization: dict[str, Any] = Field(default_factory=dict)
-    context_window: int | None = Field(None, ge=512, alias="contextWindow")
-    max_output_tokens: int | None = Field(None, ge=16, alias="maxOutputTokens")
-    max_concurrency: int | None = Field(None, ge=1, alias="maxConcurrency")
+    context_window: Whole | None = Field(None, ge=512, alias="contextWindow")
+    max_output_tokens: Whole | None = Field(None, ge=16, alias="maxOutputTokens")
+    max_concurrency: Whole | None = Field(None, ge=1, alias="maxConcurrency")
 
 
 class SpendSection(_Strict):
     """The ``budget`` object: the spend cap."""
 
-    max_tokens: int | None = Field(None, ge=1, alias="maxTokens")
-    max_cost: float | None = Field(None, gt=0, alias="maxCost")
+    max_tokens: Whole | None = Field(None, ge=1, alias="maxTokens")
+    max_cost: Real | None = Field(None, gt=0, alias="maxCost")
 
 
 class PriceEntry(_Strict):
     """One model's price in US dollars per million tokens."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: Real = Field(ge=0)
+    output: Real = Field(ge=0)
 
 
 class DebateFile(_Strict):
@@ -107,16 +115,17 @@ class DebateFile(_Strict):
 
 
 def _where(loc: tuple[Any, ...]) -> str:
-    """A field's path, keys that are not plain names quoted so a message stays one line."""
+    """A field's path, keys that are not plain names quoted (and cut) so a message stays one readable line."""
     out = ""
     for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif str(part).isidentifier():
-            out += f".{part}" if out else str(part)
-        else:
-            out += f"[{json.dumps(str(part))}]"
+        out += (f"[{part}]" if isinstance(part, int) else f"[{quoted(str(part))}]" if not _plain(part)
+                else f".{part}" if out else str(part))
     return out
+
+
+def _plain(key: Any) -> bool:
+    """A key a path may show as it is: a short identifier."""
+    return str(key).isidentifier() and len(str(key)) <= 40
 
 
 def _valid_keys(model: type[BaseModel]) -> list[str]:
@@ -124,36 +133,26 @@ def _valid_keys(model: type[BaseModel]) -> list[str]:
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
-    names = [p for p in loc[:-1] if isinstance(p, str)]
-    if names and names[-1] in ("agents", "judge", "evaluators"):
-        return AgentEntry
-    if names and names[-1] == "debate":
-        return DebateSection
-    if names and names[-1] == "terminationCondition":
-        return Termination
-    return DebateFile
-
-
-def unknown_key(where: str, key: str, valid: list[str]) -> str:
-    """The message for a key that is not in the schema, with the nearest valid one."""
-    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    hint = f"did you mean {near[0]!r}?" if near else f"valid keys: {', '.join(sorted(valid))}"
-    return f"{where}: unknown key {key!r}; {hint}"
+    models: dict[str, type[BaseModel]] = {"agents": AgentEntry, "judge": AgentEntry, "evaluators": AgentEntry,
+                                          "debate": DebateSection, "terminationCondition": Termination}
+    return models.get(next((p for p in reversed(loc[:-1]) if isinstance(p, str)), ""), DebateFile)
 
 
 def _explain(error: dict[str, Any]) -> str:
-    field = _where(error["loc"])
-    value = error.get("input")
-    kind = error["type"]
-    if kind == "extra_forbidden":
-        return unknown_key(field, str(error["loc"][-1]), _valid_keys(_model_at(error["loc"])))
-    if field.endswith("temperature"):
-        return f"{field}: {value!r} is outside 0-2; use a number from 0 to 2"
+    loc, value, kind = error["loc"], error.get("input"), error["type"]
+    if kind == "extra_forbidden":  # the key is quoted once: in the message, not also in the path
+        parent = loc if _plain(loc[-1]) else loc[:-1]
+        return unknown_key(_where(parent) or "config", str(loc[-1]), _valid_keys(_model_at(loc)))
+    field = _where(loc)
     if field.endswith("rounds"):
-        return f"{field}: {value!r} is not a round count; use a whole number from 1 to {MAX_ROUNDS}"
+        return f"{field}: {quoted(value)} is not a round count; use a whole number from 1 to {MAX_ROUNDS}"
+    if kind in NOT_A_NUMBER:
+        return not_a_number(field, value, whole=kind.startswith("int"))
+    if field.endswith("temperature"):
+        return f"{field}: {quoted(value)} is outside 0-2; use a number from 0 to 2"
     if kind == "literal_error":
-        return f"{field}: {value!r} is not valid; {error['msg'].replace('Input should be', 'use')}"
-    return f"{field}: {error['msg']} (got {value!r})"
+        return f"{field}: {quoted(value)} is not valid; {error['msg'].replace('Input should be', 'use')}"
+    return f"{field}: {error['msg']} (got {quoted(value)})"
 
 
 def _read(p: Path) -> dict[str, Any]:
@@ -166,9 +165,11 @@ def _read(p: Path) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            [f"config file {p}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"]
-        ) from None
+        at = f"line {exc.lineno}, column {exc.colno}"
+        raise ConfigError([f"config file {p}: invalid JSON at {at}: {exc.msg}"]) from None
+    except RecursionError:  # about 1,000 levels: below that, every value is quoted by `quoted`, depth-limited
+        raise ConfigError([f"config file {p}: nested too deep for the JSON parser (about 1,000 levels); the schema "
+                           "needs 5 at most (agents[0].summarization.threshold): remove the extra brackets"]) from None
     if not isinstance(data, dict):
         raise ConfigError([f"config file {p}: the top level must be an object with agents, judge and debate"])
     return data
@@ -188,17 +189,13 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
     except ValidationError as exc:
         problems += [_explain(e) for e in exc.errors()]  # type: ignore[arg-type]
     problems += _roster_problems(data)
-    debate: dict[str, Any] = data["debate"] if isinstance(data.get("debate"), dict) else {}
-    if isinstance(debate.get("summarization"), dict):
-        problems += _summary_problems("debate.summarization", debate["summarization"])
+    summary = data["debate"].get("summarization") if isinstance(data.get("debate"), dict) else None
+    problems += _summary_problems("debate.summarization", summary) if isinstance(summary, dict) else []
     if parsed is not None:
-        for i, agent in enumerate(parsed.agents):
-            problems += _check_entry(f"agents[{i}]", agent, {})
-        if parsed.judge is not None:
-            problems += _check_entry("judge", parsed.judge, {})
-    if problems:
+        entries = [(f"agents[{i}]", a) for i, a in enumerate(parsed.agents)] + [("judge", parsed.judge)]
+        problems += [p for where, entry in entries if entry is not None for p in _check_entry(where, entry)]
+    if problems or parsed is None:
         raise ConfigError(problems)
-    assert parsed is not None
     return parsed
 
 
@@ -207,17 +204,25 @@ def _roster_problems(data: dict[str, Any]) -> list[str]:
     agents: list[Any] = data["agents"] if isinstance(data.get("agents"), list) else []
     roles, problems, seen = role_names(), [], set()
     for i, agent in enumerate(a for a in agents if isinstance(a, dict)):
-        role = str(agent.get("role", "generalist"))  # a wrong type is reported by the schema; keep going
-        if role not in roles:
-            problems.append(f"agents[{i}].role: {role!r} is not a role; use one of {', '.join(roles)}")
-        ident = str(agent.get("id") or role)
+        role = agent.get("role", "generalist")  # a wrong type is reported by the schema; never str() it: it may nest
+        if isinstance(role, str) and role not in roles:
+            problems.append(f"agents[{i}].role: {quoted(role)} is not a role; use one of {', '.join(roles)}")
+        if not isinstance(ident := agent.get("id") or role, str):
+            continue
         if ident in RESERVED_IDS:
-            problems.append(f"agents[{i}].id: {ident!r} is reserved; give the agent another id")
+            problems.append(f"agents[{i}].id: {quoted(ident)} is reserved; give the agent another id")
         if ident in seen:
-            problems.append(f"agents[{i}].id: {ident!r} is used twice; give each agent a unique id")
+            problems.append(f"agents[{i}].id: {quoted(ident)} is used twice; give each agent a unique id")
         seen.add(ident)
+    if "agents" in data and agents == []:  # an empty list is a decision to make, not a reason to guess
+        problems.append('agents: the list is empty; list at least one agent, or leave "agents" out to debate '
+                        "with the default ones (architect, performance, security)")
     if agents and not any(isinstance(a, dict) and a.get("enabled", True) for a in agents):
         problems.append('agents: no agent is enabled; set "enabled": true on at least one')
+    judge = data.get("judge")
+    if isinstance(judge, dict) and "role" in judge and judge["role"] not in (*roles, "judge"):
+        problems.append(f"judge.role: {quoted(judge['role'])} is not a role; use one of {', '.join(roles)} "
+                        "(the judge synthesizes from that outlook), or leave it out")
     return problems
 
 
@@ -225,9 +230,12 @@ def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:
     valid = _valid_keys(SummarizationSettings) + list(SummarizationSettings.model_fields)
     problems = [unknown_key(where, k, _valid_keys(SummarizationSettings)) for k in values if k not in valid]
     try:
-        SummarizationSettings.model_validate({k: v for k, v in values.items() if k in valid})
+        SummarizationSettings.model_validate({k: v for k, v in values.items() if k in valid}, strict=True)
     except ValidationError as exc:
-        problems += [f"{where}.{_where(e['loc']) or ''}: {e['msg']}".replace(".: ", ": ") for e in exc.errors()]
+        for e in exc.errors():
+            field = f"{where}.{_where(e['loc'])}".rstrip(".")
+            problems.append(not_a_number(field, e.get("input"), whole=e["type"].startswith("int"))
+                            if e["type"] in NOT_A_NUMBER else f"{field}: {e['msg']}")
     return problems
 
 
@@ -238,7 +246,7 @@ def _readable(path: str) -> bool:
         return False
 
 
-def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) -> list[str]:
+def _check_entry(where: str, entry: AgentEntry) -> list[str]:
     problems = []
     for spec in filter(None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]):
         try:
@@ -248,8 +256,8 @@ def _check_entry(where: str, entry: AgentEntry, debate_summary: dict[str, Any]) 
     for name in ("system_prompt_path", "summary_prompt_path"):
         value = getattr(entry, name)
         if value and not _readable(value):
-            alias = AgentEntry.model_fields[name].alias
-            log.warning("%s.%s: cannot read %s; the built-in prompt will be used", where, alias, value)
+            log.warning("%s.%s: cannot read %s; the built-in prompt will be used", where,
+                        AgentEntry.model_fields[name].alias, value)
     if entry.summarization:
-        problems += _summary_problems(f"{where}.summarization", {**debate_summary, **entry.summarization})
+        problems += _summary_problems(f"{where}.summarization", entry.summarization)
     return problems

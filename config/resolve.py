@@ -7,22 +7,14 @@ defaults. Every problem is collected and reported at once.
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from typing import Any
-
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from debate_engine.calls.spend import Price, SpendCap, judge_floor
+from debate_engine.config.check import check_context
 from debate_engine.config.context import Context, RoundtableContext
-from debate_engine.config.file import (
-    MAX_ROUNDS,
-    AgentEntry,
-    ConfigError,
-    DebateFile,
-    DebateSection,
-    load_config,
-)
+from debate_engine.config.file import MAX_ROUNDS, AgentEntry, ConfigError, DebateFile, DebateSection, load_config
+from debate_engine.config.messages import quoted
+from debate_engine.config.outcome import outcome_problems, stop_rule
 from debate_engine.config.roundtable import roundtable_params, with_view
 from debate_engine.config.settings import AgentProfile, RunSettings
 from debate_engine.memory.budget import BudgetError, make_budget
@@ -44,46 +36,6 @@ DEFAULT_CALL_TIMEOUT_S = 120.0
 __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 
-def check_context(context: Context) -> tuple[Context, list[str]]:
-    """Validate a context against its schema: types and ranges, every problem named at once.
-
-    A dev-server run may send anything; a value of the wrong type ends the check at once.
-    """
-    try:
-        return TypeAdapter(type(context)).validate_python(dataclasses.asdict(context)), []
-    except ValidationError as exc:
-        problems = [_problem(type(context), e) for e in exc.errors()]
-    except TypeError as exc:
-        raise ConfigError([f"context: {exc}"]) from None
-    if any(not p.startswith(RANGE) for p in problems):
-        raise ConfigError(problems)
-    return context, [p[len(RANGE):] for p in problems]
-
-
-RANGE = "range:"
-
-
-def _problem(kind: type[Context], error: Any) -> str:
-    """One validation error as the user reads it: the field, the value, and what would be valid."""
-    name = str(error["loc"][0]) if error["loc"] else "context"
-    if error["type"] in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        low, high = _bounds(kind, name)
-        return f"{RANGE}{name}: {error.get('input')!r} is out of range; use a number from {low} to {high}"
-    return f"{name}: {error['msg']} (got {error.get('input')!r})"
-
-
-def _bounds(kind: type[Context], name: str) -> tuple[Any, Any]:
-    """The range a context field's ``Field(ge=..., le=...)`` declares."""
-    hint = typing.get_type_hints(kind, include_extras=True)[name]
-    found: dict[str, Any] = {}
-    for meta in getattr(hint, "__metadata__", ()):
-        for item in [meta, *getattr(meta, "metadata", [])]:
-            for key in ("ge", "le"):
-                if getattr(item, key, None) is not None:
-                    found[key] = getattr(item, key)
-    return found.get("ge"), found.get("le")
-
-
 def resolve(context: Context) -> RunSettings:
     """Combine the run's context with its config file into the settings fixed in state.
 
@@ -98,16 +50,13 @@ def resolve(context: Context) -> RunSettings:
     if any(p.startswith(("context_window", "max_output_tokens", "model:")) for p in problems):
         raise ConfigError(problems)  # no profile or budget can be built from these
     entries = [e for e in entries if e.role in role_names()]  # the others are already reported
-    judge_entry = (file.judge or AgentEntry(id="judge", role="judge", temperature=0.2)).model_copy(
-        update={"role": "judge", "id": "judge"}
-    )
     agents = [_profile(context, file.debate, debate_summary, e, e.role) for e in entries]
-    judge = _profile(context, file.debate, debate_summary, judge_entry, "judge")
+    judge = _judge(context, file, debate_summary)
     problems += _check_budgets([*agents, judge])
     cap = SpendCap(max_tokens=context.max_tokens or file.budget.max_tokens,
                    max_cost=context.max_cost or file.budget.max_cost)
     prices, price_problems = _prices([*agents, judge], file, needed=cap["max_cost"] is not None)
-    problems += price_problems + _cap_problems(cap, judge, prices)
+    problems += price_problems + _cap_problems(cap, judge, prices) + outcome_problems(context, file.debate)
     if problems:
         raise ConfigError(problems)
     debate = file.debate
@@ -121,6 +70,9 @@ def resolve(context: Context) -> RunSettings:
         clarify=context.clarify or debate.interactive_clarifications,
         max_questions=_given(context.max_questions, debate.clarifications_max_per_agent),
         round_timeout_s=debate.timeout_per_round / 1000 if debate.timeout_per_round else None,
+        stop_rule=stop_rule(context, debate),
+        judge_history="final_round" if debate.include_full_history is False else "full",
+        synthesis=(context.synthesis_method or debate.synthesis_method),  # type: ignore[typeddict-item]
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),
@@ -131,6 +83,23 @@ def resolve(context: Context) -> RunSettings:
                               "rounds": params["max_turns"], "agents": [with_view(a, params["view"]) for a in agents],
                               "judge": with_view(judge, params["view"])})
     return settings
+
+
+def _judge(context: Context, file: DebateFile, summary: SummarizationSettings) -> AgentProfile:
+    """The judge, honouring its config: a ``role`` is the outlook it judges from, an ``id`` its name.
+
+    Its own id and part stay ``judge``: the memory gives that id the whole debate, and seed files
+    (``"id": "judge-main", "role": "generalist"``) must keep loading.
+    """
+    given = file.judge or AgentEntry(role="judge", temperature=0.2)
+    outlook = given.role if "role" in given.model_fields_set and given.role != "judge" else None
+    name = given.name or (given.id.replace("-", " ").title() if given.id and given.id != "judge" else None)
+    entry = given.model_copy(update={"role": "judge", "id": "judge", "name": name})
+    judge = _profile(context, file.debate, summary, entry, "judge")
+    if outlook and not given.system_prompt_path:
+        judge["system_prompt"] += (f"\n\nJudge from the {outlook} outlook as well; that role is described "
+                                   f"so: {load_prompt(f'roles/{outlook}')}")
+    return judge
 
 
 def _given(flag: int | None, file_value: int) -> int:
@@ -161,6 +130,7 @@ def _profile(
         or load_prompt(f"roles/{entry.role}"),
         summary_prompt=read_prompt_file(entry.summary_prompt_path, f"summaryPromptPath of {ident}")
         or read_prompt_file(summary.prompt_path, "summarization.promptPath"),
+        clarification_prompt=read_prompt_file(entry.clarification_prompt_path, f"clarificationPromptPath of {ident}"),
         context_window=context_window(spec, window),
         max_output_tokens=context.max_output_tokens or entry.max_output_tokens or debate.max_output_tokens
         or default_output_tokens(spec),
@@ -171,17 +141,10 @@ def _profile(
 
 def _summarization(context: Context, file: DebateFile) -> tuple[SummarizationSettings, list[str]]:
     """The debate-wide summarization: defaults, then the file's, then the context's fields."""
-    overrides = {
-        k: v
-        for k, v in {
-            "enabled": context.summarize,
-            "method": context.summary_method or None,
-            "threshold": context.summary_threshold,
-            "maxLength": context.summary_max_length,
-            "triggerTokenRatio": context.trigger_ratio,
-        }.items()
-        if v is not None
-    }
+    given = {"enabled": context.summarize, "method": context.summary_method or None,
+             "threshold": context.summary_threshold, "maxLength": context.summary_max_length,
+             "triggerTokenRatio": context.trigger_ratio}
+    overrides = {k: v for k, v in given.items() if v is not None}
     try:
         return SummarizationSettings().merged(file.debate.summarization).merged(overrides), []
     except ValidationError as exc:
@@ -240,17 +203,17 @@ def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list
     if not context.agents:
         return configured or [AgentEntry(id=r, role=r) for r in DEFAULT_ROLES], problems
     wanted = [r.strip() for r in context.agents.split(",") if r.strip()]
+    if not wanted:  # "," or " ": a mistake, never a request for the default agents
+        problems.append(f"agents: {quoted(context.agents)} names no agent; list roles (or configured ids) separated "
+                        f"by commas, e.g. architect,security, or leave it out for the default agents")
     if len(set(wanted)) != len(wanted):
-        problems.append(f"agents: {context.agents!r} names an agent twice; list each once")
+        problems.append(f"agents: {quoted(context.agents)} names an agent twice; list each once")
     if configured:
         chosen = [a for a in configured if (a.id or a.role) in wanted or a.role in wanted]
         known = {a.id or a.role for a in configured} | {a.role for a in configured}
-        problems += [
-            f"agents: {w!r} is neither the id nor the role of a configured agent; use one of {', '.join(sorted(known))}"
-            for w in wanted
-            if w not in known
-        ]
+        problems += [f"agents: {quoted(w)} is neither the id nor the role of a configured agent; use one of "
+                     f"{', '.join(sorted(known))}" for w in wanted if w not in known]
         return chosen, problems
     roles = role_names()
-    problems += [f"agents: {r!r} is not a role; use one of {', '.join(roles)}" for r in wanted if r not in roles]
+    problems += [f"agents: {quoted(r)} is not a role; use one of {', '.join(roles)}" for r in wanted if r not in roles]
     return [AgentEntry(id=r, role=r) for r in wanted], problems

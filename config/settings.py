@@ -28,6 +28,8 @@ class AgentProfile(TypedDict):
     """The resolved system prompt (a custom file's text, or the role's)."""
     summary_prompt: str | None
     """A custom summary prompt's text, or None for the built-in one."""
+    clarification_prompt: NotRequired[str | None]
+    """A custom clarification task's text (``clarificationPromptPath``), or None for the built-in one."""
     context_window: int
     max_output_tokens: int
     timeout_s: float
@@ -48,6 +50,14 @@ class RunSettings(TypedDict):
     max_questions: int
     max_concurrency: int
     """Most model calls at once per provider."""
+    stop_rule: NotRequired[dict[str, Any]]
+    """``{"type": "fixed" | "convergence", "min_round": n}``: when the debate may stop before its last round."""
+    synthesis: NotRequired[Literal["judge", "voting", "merge"]]
+    """How the outcome is settled: the judge synthesizes, the agents' final positions vote, or the judge merges
+    the final refinements only."""
+    judge_history: NotRequired[Literal["full", "final_round"]]
+    """What the judge synthesizes from (``includeFullHistory``): the whole debate, or the final round's
+    proposals and refinements only."""
     round_timeout_s: NotRequired[float | None]
     """The most running time one round (or roundtable turn) may take (``timeoutPerRound``); None: no limit."""
     cap: SpendCap

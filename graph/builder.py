@@ -11,7 +11,7 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
-from debate_engine.config.context import Context, context_dict
+from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.graph.state import ConversationState, InputState, OutputState
 from debate_engine.nodes import clarify, critique, propose, refine, setup, summarize_node, synthesize
 from debate_engine.nodes.routes import after_setup, after_summarize, route
@@ -57,10 +57,20 @@ class DebateGraph(CompiledStateGraph[ConversationState, Context, InputState, Out
     protocol = "phases"
 
     def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002 - LangGraph's name
+        kwargs = self._checked(kwargs)
         return super().stream(mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs)
 
     def astream(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002 - LangGraph's name
+        kwargs = self._checked(kwargs)
         return super().astream(mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs)
+
+    def _checked(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A context given as a dict (the SDK, the server), checked key by key: an unknown key is named."""
+        given = kwargs.get("context")
+        if isinstance(given, dict):
+            marked = {**given, "protocol": self.protocol} if given else {}
+            kwargs = {**kwargs, "context": context_of(marked, None) if given else None}
+        return kwargs
 
 
 def mark_input(given: Any, context: Any, protocol: str) -> Any:

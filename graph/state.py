@@ -75,10 +75,17 @@ class Solution(TypedDict):
     trade_offs: list[str]
     recommendations: list[str]
     open_risks: list[str]
+    cruxes: NotRequired[list[str]]
+    """The points the agents still dispute at the end, as the judge names them."""
     confidence: int
+    """The judge's own confidence, 0-100 (0 with ``structured`` False: none was stated)."""
     confidence_reasons: str
     structured: bool
     """False when the model could not give structured output and this is plain text."""
+    verdict: NotRequired[dict[str, Any]]
+    """The outcome a user weighs: ``method``, the winning ``position`` and ``answer``, ``agreement`` (the agents
+    holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``
+    and a ``confidence`` that says how it was computed."""
 
 
 class Status(TypedDict):
@@ -119,6 +126,7 @@ class OutputState(TypedDict):
     status: Status
     spend: Spend
     stopped: str | None
+    stop_reason: NotRequired[dict[str, Any] | None]
 
 
 class Moderation(TypedDict):
@@ -159,6 +167,8 @@ class ConversationState(TypedDict):
     """Tokens and dollars spent so far (stored once per step as a write, not again in every checkpoint)."""
     stopped: str | None
     """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
+    stop_reason: NotRequired[dict[str, Any] | None]
+    """Why and when the debate stopped early: ``{"round", "reason"}`` (convergence, budget, time)."""
     round_clock: dict[str, Any] | None
     """The running time of the current round: ``{"round": n, "elapsed_s": s}`` (``timeoutPerRound``); time
     stopped between a Ctrl-C and its resume does not count."""

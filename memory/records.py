@@ -78,6 +78,11 @@ class Turn(TypedDict):
     """True when the reply stopped at the output limit."""
     attempts: NotRequired[list[dict[str, Any]]]
     """Every request the call made, when it threw one away (a fallback, an empty or unparsed answer)."""
+    clamped: NotRequired[list[str]]
+    """Fields of its structured answer that were clipped or clamped to fit the schema."""
+    position: NotRequired[dict[str, Any]]
+    """A debater's stated position: ``position``, ``reason``, ``confidence``, ``answer``, and ``change`` when it
+    differs from the speaker's last (what it answered, and whether it moved toward the majority)."""
 
 
 class SummaryFacets(TypedDict):
@@ -145,6 +150,8 @@ def new_turn(
     view: TurnView | None = None,
     truncated: bool = False,
     attempts: list[Any] | None = None,
+    clamped: list[str] | None = None,
+    position: dict[str, Any] | None = None,
 ) -> Turn:
     """Build a turn: the one place turns are made, so ids and token counts agree everywhere."""
     turn = Turn(
@@ -167,4 +174,8 @@ def new_turn(
         turn["truncated"] = True
     if attempts and len(attempts) > 1:
         turn["attempts"] = list(attempts)
+    if clamped:
+        turn["clamped"] = list(clamped)
+    if position:
+        turn["position"] = dict(position)
     return turn

@@ -24,7 +24,8 @@ from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn
 from debate_engine.memory.records import TurnKind
-from debate_engine.nodes.status import emit
+from debate_engine.nodes.positions import POSITION_KINDS, position_of
+from debate_engine.nodes.status import emit, spent
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,10 @@ class Reply(TypedDict):
     """The spec of the model that answered (a fallback's, when the primary failed)."""
     attempts: NotRequired[list[Attempt]]
     """Every request the call made, thrown-away ones included: what is charged."""
+    clamped: NotRequired[list[str]]
+    """Fields of the structured answer clipped or clamped to fit its schema."""
+    position: NotRequired[dict[str, Any] | None]
+    """The position a debater's structured reply states (None: it gave none)."""
 
 
 PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
@@ -112,9 +117,11 @@ def request_of(call: Call) -> Request:
 
 def _reply(call: Call, answer: Answer) -> Reply:
     kept = answer.attempts[-1]
-    return Reply(agent_id=call.agent["id"], kind=call.kind, content=answer.text, parsed=answer.parsed,
-                 usage=kept["usage"], latency_ms=answer.latency_ms, truncated=answer.truncated,
-                 model=answer.model, attempts=answer.attempts)
+    prose = (answer.parsed or {}).get("reply")  # a debater's structured reply carries its prose as a field
+    return Reply(agent_id=call.agent["id"], kind=call.kind, content=str(prose).strip() if prose else answer.text,
+                 parsed=answer.parsed, usage=kept["usage"], latency_ms=answer.latency_ms,
+                 truncated=answer.truncated, model=answer.model, attempts=answer.attempts, clamped=answer.clamped,
+                 position=position_of(answer.parsed) if call.kind in POSITION_KINDS else None)
 
 
 def _announce(call: Call, reply: Reply) -> Reply:
@@ -122,7 +129,7 @@ def _announce(call: Call, reply: Reply) -> Reply:
     emit({"event": "contribution", "kind": call.kind, "round": call.round, "agent_id": call.agent["id"],
           "target": call.target, "tokens": count_tokens(reply["content"]), "prompt_tokens": call.view["prompt_tokens"],
           "latency_ms": reply["latency_ms"], "truncated": reply["truncated"], "model": reply["model"],
-          "unseen": list(call.unseen) if call.unseen else None})
+          "unseen": list(call.unseen) if call.unseen else None, **spent(reply)})
     return reply
 
 
@@ -150,7 +157,7 @@ def record_turns(state: ConversationState, calls: Sequence[Call], replies: Seque
             start + i, kind=call.kind, round_no=call.round, speaker=call.agent["id"], role=call.agent["role"],
             content=reply["content"], target=call.target, model=reply["model"], usage=reply["usage"],
             latency_ms=reply["latency_ms"], view=call.view, truncated=reply["truncated"],
-            attempts=reply.get("attempts"),
+            attempts=reply.get("attempts"), clamped=reply.get("clamped"), position=reply.get("position"),
         )
         turns.append(turn)
     return turns

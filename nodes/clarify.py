@@ -14,12 +14,13 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import new_turn
 from debate_engine.nodes.calls import Call, Reply
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.status import advance
-from debate_engine.nodes.views import agent_call
+from debate_engine.nodes.views import agent_call, reply_length
 from debate_engine.prompts import load_prompt, render
 
 NO_ANSWER = "(no answer)"
@@ -28,12 +29,23 @@ NO_ANSWER = "(no answer)"
 def plan(state: ConversationState) -> list[Call]:
     """One call per agent for its clarifying questions."""
     settings = state["settings"]
-    return [
-        agent_call(state, a, None, kind="clarification", round_no=0, task=render(
-            load_prompt("phases/clarify"), problem=state["problem"], role=a["role"],
-            max_questions=settings["max_questions"]))
-        for a in settings["agents"]
-    ]
+    return [agent_call(state, a, None, kind="clarification", round_no=0, task=task_of(state, a))
+            for a in settings["agents"]]
+
+
+def task_of(state: ConversationState, agent: AgentProfile) -> str:
+    """The built-in clarification task, or the agent's own (``clarificationPromptPath``) with the problem after it.
+
+    An agent's own text is used as written (its braces are not placeholders); the
+    problem, the question limit and the length follow it.
+    """
+    limit, length = state["settings"]["max_questions"], reply_length(agent["max_output_tokens"])
+    own = agent.get("clarification_prompt")
+    if own:
+        return (f"{own}\n\nProblem:\n{state['problem']}\n\nAsk at most {limit} questions, one per line; write "
+                f"NONE if nothing is unclear.\n\n{length}")
+    return render(load_prompt("phases/clarify"), problem=state["problem"], role=agent["role"],
+                  max_questions=limit, length=length)
 
 
 def questions_of(text: str, limit: int) -> list[str]:

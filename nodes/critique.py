@@ -10,7 +10,7 @@ from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, latest_position, summaries_of
+from debate_engine.nodes.views import agent_call, latest_position, reply_length, summaries_of
 from debate_engine.prompts import load_prompt, render
 
 
@@ -27,6 +27,7 @@ def plan(state: ConversationState) -> list[Call]:
         agent_call(
             state, critic, summaries.get(critic["id"]), kind="critique", round_no=round_no, target=target["id"],
             task=render(template, problem=state["problem"], role=critic["role"], target=target["id"],
+                        length=reply_length(critic["max_output_tokens"]),
                         target_role=target["role"], proposal=transcript[seq]["content"]),
         )
         for critic in agents

@@ -6,8 +6,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from debate_engine.calls.schemas import Bounded, answer_schema, choice_field, text_field
 from debate_engine.graph.state import ConversationState, Moderation
 from debate_engine.nodes.calls import Call, Reply
 from debate_engine.nodes.phase import phase_node
@@ -21,12 +22,15 @@ MIN_TURNS_PER_AGENT = 2
 """Convergence counts only once every participant has spoken this many times."""
 
 
-class NextSpeaker(BaseModel):
-    """The moderator's choice."""
-
-    speaker: str = Field(description="The id of the participant who should speak next.")
-    reason: str = Field(description="Why this participant, in one sentence.")
-    converged: bool = Field(description="True only when the participants agree and another turn would add nothing.")
+def next_speaker_schema(agents: tuple[str, ...]) -> type[Bounded]:
+    """The moderator's choice: one of the participants (an enum a grammar enforces), why, and whether to stop."""
+    return answer_schema(
+        "NextSpeaker", "The moderator's choice.",
+        speaker=choice_field("The id of the participant who should speak next.", list(agents)),
+        reason=text_field("Why this participant, in one sentence.", 200),
+        converged=(bool, Field(description="True only when the participants agree and another turn would add "
+                                           "nothing.")),
+    )
 
 
 def plan(state: ConversationState) -> list[Call]:
@@ -37,7 +41,7 @@ def plan(state: ConversationState) -> list[Call]:
                  participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]))
     summary = table_summary(state)
     return [agent_call(state, settings["judge"], summary, kind="moderation", round_no=turn_no, task=ask,
-                       schema=NextSpeaker)]
+                       schema=next_speaker_schema(tuple(a["id"] for a in settings["agents"])))]
 
 
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
@@ -57,6 +61,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
                               "status": advance(state, "moderate", turn_no - 1)}
     if converged:
         update["stopped"] = "convergence"
+        update["stop_reason"] = {"round": turn_no - 1, "reason": choice["reason"]}
     return update
 
 

@@ -8,8 +8,9 @@ from typing import Any
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
+from debate_engine.nodes.positions import positions_event
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, summaries_of
+from debate_engine.nodes.views import agent_call, reply_length, summaries_of
 from debate_engine.prompts import load_prompt, render
 
 
@@ -21,7 +22,8 @@ def plan(state: ConversationState) -> list[Call]:
     template = load_prompt("phases/propose")
     return [
         agent_call(state, a, summaries.get(a["id"]), kind="proposal", round_no=1,
-                   task=render(template, problem=state["problem"], role=a["role"]))
+                   task=render(template, problem=state["problem"], role=a["role"],
+                               length=reply_length(a["max_output_tokens"])))
         for a in agents
     ]
 
@@ -29,6 +31,7 @@ def plan(state: ConversationState) -> list[Call]:
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
     """Append the proposals as turns."""
     turns = record_turns(state, calls, replies)
+    emit(positions_event(state, turns, 1))
     return {"transcript": turns, "round": 1, "phase": "propose", "status": advance(state, "propose", 1, turns)}
 
 

@@ -9,9 +9,10 @@ from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
+from debate_engine.nodes.positions import converged, positions_event, with_changes
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, latest_position, summaries_of
+from debate_engine.nodes.views import agent_call, latest_position, reply_length, summaries_of
 from debate_engine.prompts import load_prompt, render
 
 
@@ -28,7 +29,8 @@ def plan(state: ConversationState) -> list[Call]:
         proposal = state["transcript"][seq]["content"] if seq is not None else "(no proposal yet)"
         calls.append(agent_call(
             state, agent, summaries.get(agent["id"]), kind="refinement", round_no=round_no, exclude=seq,
-            task=render(template, problem=state["problem"], proposal=proposal),
+            task=render(template, problem=state["problem"], proposal=proposal,
+                        length=reply_length(agent["max_output_tokens"])),
         ))
     return calls
 
@@ -36,11 +38,17 @@ def plan(state: ConversationState) -> list[Call]:
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
     """Append the refinements as turns; the round is complete."""
     _, round_no = next_step(state)
-    turns = record_turns(state, calls, replies)
+    turns = with_changes(state, record_turns(state, calls, replies))
+    emit(positions_event(state, turns, round_no))
     if round_no < state["settings"]["rounds"]:
         turns += briefing_for(state, round_no + 1, len(state["transcript"]) + len(turns))
-    return {"transcript": turns, "round": round_no, "phase": "refine",
-            "status": advance(state, "refine", round_no, turns)}
+    update = {"transcript": turns, "round": round_no, "phase": "refine",
+              "status": advance(state, "refine", round_no, turns)}
+    stop = converged(state, turns, round_no)
+    if stop:
+        emit({"event": "converged", **stop})
+        update |= {"stopped": "convergence", "stop_reason": stop}
+    return update
 
 
 refine = phase_node("refine", plan, apply)

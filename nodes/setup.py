@@ -42,6 +42,7 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
         "status": new_status(problem, settings["rounds"]),
         "spend": empty_spend(),
         "stopped": None,
+        "stop_reason": None,
         "round_clock": None,
         "turn_count": 0,
         "current_speaker": None,

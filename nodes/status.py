@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -43,3 +43,19 @@ def advance(
         turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),
         tokens=old["tokens"], cost=old.get("cost", 0.0), started_at=old["started_at"], updated_at=time.time(),
     )
+
+
+def spent(record: Mapping[str, Any]) -> dict[str, int]:
+    """What one call (a reply, a turn or a summary) cost as the spend charges it.
+
+    Every request that came back with the provider's usage is charged, thrown-away
+    ones included; a request that returned nothing is not. The progress lines and
+    the report count calls by this rule, so they agree with the state's spend.
+    """
+    attempts = record.get("attempts")
+    if attempts is not None:
+        used = [a["usage"] for a in attempts if a.get("usage")]
+    else:  # a turn keeps its attempts only when it took more than one: its usage is its one request's
+        used = [record["usage"]] if record.get("usage") else []
+    return {"requests": len(used), "input_tokens": sum(u["input_tokens"] for u in used),
+            "output_tokens": sum(u["output_tokens"] for u in used)}

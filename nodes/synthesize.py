@@ -3,30 +3,51 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+from debate_engine.calls.schemas import (
+    CHARS_PER_TOKEN,
+    Bounded,
+    answer_schema,
+    chars_for,
+    list_field,
+    percent_field,
+    text_field,
+)
 from debate_engine.graph.state import ConversationState, Solution
 from debate_engine.memory.facets import render_digest
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.spend import left_for_judge
 from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import agent_call, capped_budget, summaries_of, table_summary
+from debate_engine.nodes.verdict import judge_note, merge_material, verdict
+from debate_engine.nodes.views import agent_call, capped_budget, reply_length, summaries_of, table_summary
 from debate_engine.prompts import load_prompt, render
 
+LISTS = {"key_decisions": "The main design decisions and why.",
+         "trade_offs": "What the solution gives up, and for what.",
+         "recommendations": "Concrete next steps.", "open_risks": "Risks that remain open.",
+         "cruxes": "The points the agents still dispute at the end."}
 
-class JudgeSolution(BaseModel):
-    """The judge's synthesized solution."""
 
-    description: str = Field(description="The solution, complete enough to build from.")
-    key_decisions: list[str] = Field(default_factory=list, description="The main design decisions and why.")
-    trade_offs: list[str] = Field(default_factory=list, description="What the solution gives up, and for what.")
-    recommendations: list[str] = Field(default_factory=list, description="Concrete next steps.")
-    open_risks: list[str] = Field(default_factory=list, description="Risks that remain open.")
-    confidence: int = Field(ge=0, le=100, description="Confidence in the solution, 0 to 100.")
-    confidence_reasons: str = Field(description="Why this confidence: what supports it, what undermines it.")
+@lru_cache(maxsize=32)
+def judge_schema(max_output_tokens: int) -> type[Bounded]:
+    """The judge's solution, every field required and sized so the whole answer fits its output budget."""
+    count = min(5, max(2, max_output_tokens // 160))
+    item = min(300, max(40, int(max_output_tokens * 0.45 * CHARS_PER_TOKEN / (len(LISTS) * count))))
+    return answer_schema(
+        "JudgeSolution", "The judge's synthesized solution.",
+        description=text_field("The solution, complete enough to build from.", chars_for(max_output_tokens, 0.35)),
+        **{name: list_field(what, count, item) for name, what in LISTS.items()},
+        confidence=percent_field("Confidence in the solution."),
+        confidence_reasons=text_field("Why this confidence: what supports it, what undermines it.",
+                                      chars_for(max_output_tokens, 0.08)),
+    )
+
+
+JudgeSolution = judge_schema(1024)
+"""The judge's schema at the default output budget (each call uses its own judge's budget)."""
 
 
 def plan(state: ConversationState) -> list[Call]:
@@ -34,6 +55,15 @@ def plan(state: ConversationState) -> list[Call]:
     settings = state["settings"]
     judge = settings["judge"]
     emit({"event": "phase_started", "phase": "synthesize", "round": state["round"], "rounds": settings["rounds"]})
+    budget = capped_budget(judge, left_for_judge(state))  # under a spend cap: what is left, kept back for it
+    schema = judge_schema(judge["max_output_tokens"])
+    if settings.get("synthesis") == "merge" or settings.get("judge_history") == "final_round":
+        # the final refinements only: no debate in the judge's view
+        ask = render(load_prompt("phases/merge"), problem=state["problem"], proposals=merge_material(state),
+                     positions=judge_note(state), length=reply_length(judge["max_output_tokens"]))
+        alone = {**state, "transcript": [], "summary_log": []}
+        return [agent_call(alone, judge, None, kind="synthesis", round_no=state["round"], task=ask,  # type: ignore[arg-type]
+                           schema=schema, budget=budget)]
     roundtable = settings.get("protocol") == "roundtable"
     summary = table_summary(state) if roundtable else summaries_of(state, [judge]).get(judge["id"])
     ask = render(
@@ -42,11 +72,11 @@ def plan(state: ConversationState) -> list[Call]:
         rounds=state["round"],
         participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
         summary_note=" and in the summary of its earlier part" if summary else "",
-        recorded=recorded_note(state),
+        recorded=recorded_note(state) + judge_note(state),
+        length=reply_length(judge["max_output_tokens"]),
     )
-    budget = capped_budget(judge, left_for_judge(state))  # under a spend cap: what is left, kept back for it
     return [agent_call(state, judge, summary, kind="synthesis", round_no=state["round"], task=ask,
-                       schema=JudgeSolution, budget=budget)]
+                       schema=schema, budget=budget)]
 
 
 def recorded_note(state: ConversationState) -> str:
@@ -60,7 +90,7 @@ def to_solution(reply: Reply) -> Solution:
     if reply["parsed"] is not None:
         return Solution(**{**reply["parsed"], "structured": True})  # type: ignore[typeddict-item]
     return Solution(
-        description=reply["content"], key_decisions=[], trade_offs=[], recommendations=[], open_risks=[],
+        description=reply["content"], key_decisions=[], trade_offs=[], recommendations=[], open_risks=[], cruxes=[],
         confidence=0, confidence_reasons="The model gave no structured answer; no confidence was stated.",
         structured=False,
     )
@@ -69,6 +99,7 @@ def to_solution(reply: Reply) -> Solution:
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
     """Record the solution and the synthesis turn; the debate is done."""
     solution = to_solution(replies[0])
+    solution["verdict"] = verdict(state, replies[0]["parsed"])
     reply = Reply(**{**replies[0], "content": render_solution(solution)})  # type: ignore[typeddict-item]
     turns = record_turns(state, calls, [reply])
     return {"solution": solution, "transcript": turns, "phase": "done",
@@ -79,8 +110,8 @@ def render_solution(solution: Solution) -> str:
     """The solution as Markdown text, for the transcript and the terminal."""
     parts = [solution["description"]]
     for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"),
-                       ("Recommendations", "recommendations"), ("Open risks", "open_risks")):
-        items = solution[key]  # type: ignore[literal-required]
+                       ("Recommendations", "recommendations"), ("Open risks", "open_risks"), ("Cruxes", "cruxes")):
+        items: list[str] = solution.get(key) or []  # type: ignore[assignment]
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {i}" for i in items))
     if solution["structured"]:

@@ -20,6 +20,7 @@ from debate_engine.memory import (
 from debate_engine.memory.budget import MIN_TOTAL
 from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.calls import Call
+from debate_engine.nodes.positions import POSITION_KINDS, contribution_schema
 from debate_engine.nodes.schedule import TABLE_ID
 
 DEBATER_KINDS = frozenset({"proposal", "critique", "refinement", "message"})
@@ -49,6 +50,22 @@ def summaries_of(state: ConversationState, profiles: Sequence[AgentProfile]) -> 
     return latest_summaries(state.get("summary_log", []), [p["id"] for p in profiles])
 
 
+HEADING_TOKENS = 24
+"""Output tokens kept for a reply's heading and the model's own framing, besides its words."""
+TOKENS_PER_WORD = 4 / 3
+
+
+def reply_words(max_output_tokens: int) -> int:
+    """Words a reply may use: the output budget less the heading, with a fifth kept as margin."""
+    return max(20, int((max_output_tokens - HEADING_TOKENS) * 0.8 / TOKENS_PER_WORD))
+
+
+def reply_length(max_output_tokens: int) -> str:
+    """The length every phase prompt states: words, and short sentences (which small models keep to better)."""
+    words = reply_words(max_output_tokens)
+    return f"Reply in at most {max(2, min(40, words // 30))} short sentences (under {words} words)."
+
+
 def agent_call(
     state: ConversationState,
     profile: AgentProfile,
@@ -66,6 +83,8 @@ def agent_call(
     note = (state["settings"].get("reply_notes") or {}).get(str(round_no))
     if note and kind in DEBATER_KINDS:
         task = f"{task}\n\n{note}"
+    if schema is None and kind in POSITION_KINDS:
+        schema = contribution_schema(profile["max_output_tokens"])
     view = working_view(
         state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
         task=task, budget=budget or budget_of(profile), exclude=exclude,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import importlib.util
+import logging
 import os
 import socket
 import subprocess
@@ -23,6 +24,8 @@ CONTEXT_WINDOW = 4096
 """The server's ``n_ctx``; budgets count with another tokenizer, so they use a margin below it."""
 BUDGET_WINDOW = 3072
 STARTUP_TIMEOUT_S = 120
+notes = logging.getLogger("debate.note")
+"""Notes a user should see (the command line prints them as plain lines unless --quiet)."""
 
 
 class LocalModelError(RuntimeError):
@@ -106,7 +109,9 @@ def ensure_server() -> LocalServer:
     global _server
     with _lock:
         if _server is None or _server.process.poll() is not None:
-            server = LocalServer(gguf_path(), free_port())
+            model = gguf_path()
+            notes.info("starting the embedded model... (SmolLM2 on llama.cpp, about 20 s)")  # the wait is explained
+            server = LocalServer(model, free_port())
             server.wait_ready()
             atexit.register(server.stop)
             _server = server

@@ -59,7 +59,8 @@ def test_imports_point_one_way(name: str, path: Path) -> None:
         if package == "nodes" and other == "graph":
             assert target in NODES_MAY_USE, f"{name} imports {target}; nodes use only the state and settings"
         if package == "graph" and other == "nodes":
-            assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable"), (
+            assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable",
+                            "debate_engine.graph.server"), (
                 f"{name} imports {target}: only the builders may use nodes")
 
 
@@ -117,3 +118,22 @@ def test_cli_help_does_not_import_langgraph() -> None:
     code = "import sys\nfrom debate_engine.app import cli\nprint('langgraph' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def oversized(path: Path) -> list[str]:
+    """What in ``path`` breaks the size rules: the module's length, and each function too long, with its line."""
+    source = path.read_text()
+    name = path.relative_to(ROOT).as_posix()
+    found = [f"{name} has {len(source.splitlines())} lines"] if len(source.splitlines()) > MAX_MODULE_LINES else []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno} {node.name} has {length} lines")
+    return found
+
+
+def test_test_modules_and_functions_stay_small() -> None:
+    """The house rules hold for the tests too: no test module over 300 lines, no function over 50."""
+    offenders = [line for path in sorted((ROOT / "tests").rglob("*.py")) for line in oversized(path)]
+    assert not offenders, "\n".join(offenders)

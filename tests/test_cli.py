@@ -40,7 +40,7 @@ def test_run_writes_the_whole_debate_as_json(tmp_path: Path, capsys: pytest.Capt
     captured = capsys.readouterr()
     state = json.loads(out.read_text())
     assert set(state) == {"problem", "settings", "agents", "judge", "status", "transcript", "summary_log", "solution",
-                          "spend", "stopped", "moderation", "facets"}
+                          "spend", "stopped", "moderation", "facets", "stop_reason"}
     assert state["problem"] == "Design a rate limiter"
     per_round = Counter((t["round"], t["kind"]) for t in state["transcript"])
     assert per_round == Counter({(1, "proposal"): 3, (1, "critique"): 6, (1, "refinement"): 3,
@@ -120,7 +120,7 @@ def test_list_show_and_report_a_finished_debate(tmp_path: Path, capsys: pytest.C
     out = tmp_path / "shown.json"
     assert main(["show", "one", "--db", str(db), "--output", str(out)]) == 0
     shown = capsys.readouterr()
-    assert "thread one: round 1/1, after done" in shown.err
+    assert "thread one: round 1/1, after synthesis" in shown.err
     state = json.loads(out.read_text())
     assert len(state["transcript"]) == 7 and state["solution"]["description"][:40] in shown.out
 

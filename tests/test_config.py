@@ -80,7 +80,8 @@ def test_a_full_seed_file_loads_and_resolves(tmp_path: Path) -> None:
     assert settings["rounds"] == 4 and settings["clarify"] is False and settings["max_questions"] == 5
     architect, security = settings["agents"]
     assert architect["name"] == "System Architect" and security["name"] == "Agent Security"
-    assert architect["timeout_s"] == 300 and security["timeout_s"] == 300  # timeoutPerRound is in ms
+    assert settings["round_timeout_s"] == 300  # timeoutPerRound is in ms: a round's running time
+    assert architect["timeout_s"] == 120 and security["timeout_s"] == 120  # each call keeps its own deadline
     assert architect["summarization"]["threshold"] == 8000 and architect["summarization"]["maxLength"] == 2500
     assert security["summarization"]["threshold"] == 5000 and security["summarization"]["method"] == "fresh"
     assert settings["judge"]["id"] == "judge" and settings["judge"]["role"] == "judge"

@@ -86,7 +86,9 @@ def test_one_fake_evaluator_scores_every_criterion(tmp_path: Path, capsys: pytes
     assert doc["averages"] == dict.fromkeys(NAMES, 7.0)
     assert (doc["parsed"], doc["failed"], doc["source"], doc["problem"]) == (1, 0, str(tmp_path / "debate.json"),
                                                                             "Design a rate limiter")
-    assert err == ""
+    # which model and why (no --model: the debate's own judge's), then one line as the evaluator ends
+    assert err.splitlines() == ["evaluator evaluator: fake (the debate's judge model)",
+                                "evaluator evaluator (fake): overall 7/10, 0.0 s"]
 
 
 def test_two_evaluators_average_per_criterion_and_append_csv_rows_under_one_header(
@@ -253,7 +255,11 @@ def test_a_long_debate_reaches_a_small_evaluator_through_its_summary(
     assert whole > window, "the debate alone must overflow the window"
     assert sent <= window - reserve
     assert body["max_completion_tokens"] == reserve or body.get("max_tokens") == reserve
-    assert "Summary of the debate as judge saw it" in user and "earlier turns left out" in user
+    assert "Summary of the debate as judge saw it" in user
+    through = int(user.split("Summary of the debate as judge saw it, up to turn ")[1].split(":")[0])
+    after = [t for t in long_debate["transcript"] if t["seq"] >= through and t["kind"] != "synthesis"]
+    shown = [t for t in after if t["content"] in user]
+    assert len(shown) == len(after) or f"[{len(after) - len(shown)} earlier turns left out" in user
     assert "Functional completeness: does the solution do everything" in user, "the rubric is never cut"
     assert doc is not None and doc["evaluators"][0]["prompt_tokens"] == count_messages(system, user) + schema_tokens()
 

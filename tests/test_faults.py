@@ -122,24 +122,22 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_a_provider_fault_ends_in_a_retry_or_a_named_resumable_error(
-    row: Row, server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO)
-    db, output, report = tmp_path / "d.sqlite", tmp_path / "o.json", tmp_path / "r.md"
+def run_the_debate(capsys: pytest.CaptureFixture[str], row: Row, tmp_path: Path, db: Path, output: Path,
+                   report: Path) -> tuple[int, str, str, float]:
+    """Run the one-round debate against the faulty server; return its exit code, stdout, stderr and seconds."""
     config = tmp_path / "c.json"
-    config.write_text(json.dumps({"debate": {"timeoutPerRound": row.timeout_ms}}))
-    inject(server, row)
+    config.write_text(json.dumps({"debate": {}}))
     started = time.monotonic()
     code, out, err = cli(capsys, "run", "--model", "openai:test-model", "--agents", "kiss,security",
                          "--rounds", "1", "--db", str(db), "--quiet", "--thread-id", THREAD, "--config", str(config),
-                         "--output", str(output), "--report", str(report), "Design a rate limiter")
-    seconds = time.monotonic() - started
-    requests = chat_requests(server)
-    printed = out + err
+                         "--output", str(output), "--report", str(report), "--timeout", str(row.timeout_ms / 1000),
+                         "Design a rate limiter")
+    return code, out, err, time.monotonic() - started
 
+
+def check_the_faulted_run(row: Row, code: int, err: str, printed: str, requests: list[dict[str, Any]],
+                          seconds: float) -> None:
+    """The run under the fault: its exit, what it printed and the requests it sent."""
     assert code in row.exits, err
     assert "Traceback" not in printed
     for text in row.stderr:
@@ -147,11 +145,7 @@ def test_a_provider_fault_ends_in_a_retry_or_a_named_resumable_error(
     if row.requests is not None:
         assert len(requests) == row.requests, [r["fault"] for r in requests]
     if row.retried:
-        faulted = next(i for i, r in enumerate(requests) if r["fault"] == row.faults[0])
-        again = [r for r in requests[faulted + 1:] if r["body"] == requests[faulted]["body"]]
-        assert len(again) == 1, "the faulted call was not sent again exactly once"
-        if row.faults[0] == "429":  # a lower bound only: the client waited at least what Retry-After said
-            assert again[0]["time"] - requests[faulted]["time"] >= row.retry_after
+        check_retried_once(row, requests)
     if "empty reply" in row.stderr:  # one call was asked exactly twice, got two empty replies, and failed
         sent = Counter(json.dumps(r["body"], sort_keys=True) for r in requests)
         assert max(sent.values()) == 2 and all(r["fault"] == "empty" for r in requests), sent.values()
@@ -162,32 +156,86 @@ def test_a_provider_fault_ends_in_a_retry_or_a_named_resumable_error(
     if row.faults[:1] == ("hang",) and code == 0:
         assert len(requests) == CALLS + 1, [r["fault"] for r in requests]
 
-    if code == 3:
-        assert f"continue with: debate resume {THREAD} --db {db}" in err
-        assert not output.exists(), "a failed run wrote its output as if it had finished"
-        shown, shown_report = tmp_path / "shown.json", tmp_path / "shown.md"
-        code, out, err = cli(capsys, "show", THREAD, "--db", str(db), "--output", str(shown),
-                             "--report", str(shown_report))
-        printed += out + err
-        assert code == 0, err
-        assert transcript_ids(shown) == IDS[:row.kept], "the checkpoint lost (or invented) a finished turn"
-        server.faults.clear()
-        server.always = None
-        before = len(chat_requests(server))
-        code, out, err = cli(capsys, "resume", THREAD, "--db", str(db), "--quiet", "--output", str(output),
-                             "--report", str(report))
-        printed += out + err
-        assert code == 0, err
-        assert len(chat_requests(server)) - before == row.resumed, "the resume re-asked a finished call"
-    assert transcript_ids(output) == IDS
-    assert report.read_text(encoding="utf-8").count("\n#### ") == CALLS - 1  # every contribution but the synthesis
 
-    # Nothing leaked: the key went out on every request, and is in nothing the engine printed, logged or wrote.
+def check_retried_once(row: Row, requests: list[dict[str, Any]]) -> None:
+    """The faulted request's exact body went out again exactly once (for a 429, no sooner than Retry-After)."""
+    faulted = next(i for i, r in enumerate(requests) if r["fault"] == row.faults[0])
+    again = [r for r in requests[faulted + 1:] if r["body"] == requests[faulted]["body"]]
+    assert len(again) == 1, "the faulted call was not sent again exactly once"
+    if row.faults[0] == "429":  # a lower bound only: the client waited at least what Retry-After said
+        assert again[0]["time"] - requests[faulted]["time"] >= row.retry_after
+
+
+def show_and_resume(capsys: pytest.CaptureFixture[str], server: OpenAIServer, row: Row, tmp_path: Path,
+                    db: Path, output: Path, report: Path) -> str:
+    """After a named error, ``show`` finds the finished turns and ``resume`` asks only for the others.
+
+    Return what the two commands printed.
+    """
+    shown, shown_report = tmp_path / "shown.json", tmp_path / "shown.md"
+    code, out, err = cli(capsys, "show", THREAD, "--db", str(db), "--output", str(shown),
+                         "--report", str(shown_report))
+    printed = out + err
+    assert code == 0, err
+    assert transcript_ids(shown) == IDS[:row.kept], "the checkpoint lost (or invented) a finished turn"
+    server.faults.clear()
+    server.always = None
+    before = len(chat_requests(server))
+    code, out, err = cli(capsys, "resume", THREAD, "--db", str(db), "--quiet", "--output", str(output),
+                         "--report", str(report))
+    printed += out + err
+    assert code == 0, err
+    assert len(chat_requests(server)) - before == row.resumed, "the resume re-asked a finished call"
+    return printed
+
+
+def check_nothing_leaked(server: OpenAIServer, row: Row, printed: str, logged: str, tmp_path: Path) -> None:
+    """The key went out on every request, and is in nothing the engine printed, logged or wrote."""
     assert all(KEY in r["headers"].get("authorization", "") for r in chat_requests(server))
-    assert KEY not in printed and KEY not in caplog.text
+    assert KEY not in printed and KEY not in logged
     written = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     assert {"d.sqlite", "o.json", "r.md"} <= {p.name for p in written}
     for path, data in written.items():  # the database with its -wal/-shm companions, the outputs, the reports
         assert KEY.encode() not in data, path
     if row.always == "echo_key":  # the echoed error itself was stored, so the scan above had something to find
         assert any(b"Incorrect API key provided" in data for data in written.values())
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_a_provider_fault_ends_in_a_retry_or_a_named_resumable_error(
+    row: Row, server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    db, output, report = tmp_path / "d.sqlite", tmp_path / "o.json", tmp_path / "r.md"
+    inject(server, row)
+    code, out, err, seconds = run_the_debate(capsys, row, tmp_path, db, output, report)
+    printed = out + err
+    check_the_faulted_run(row, code, err, printed, chat_requests(server), seconds)
+    if code == 3:
+        assert f"continue with: debate resume {THREAD} --db {db}" in err
+        assert not output.exists(), "a failed run wrote its output as if it had finished"
+        printed += show_and_resume(capsys, server, row, tmp_path, db, output, report)
+    assert transcript_ids(output) == IDS
+    assert report.read_text(encoding="utf-8").count("\n#### ") == CALLS - 1  # every contribution but the synthesis
+    check_nothing_leaked(server, row, printed, caplog.text, tmp_path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads the process's open files from /proc")
+def test_a_failed_run_leaves_no_connection_holding_the_database(
+    server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sibling call's writes still under way when the run failed finish before the connection closes.
+
+    Closed under them, the connection lived on as a zombie until garbage collection, sometimes holding the
+    write lock: the next command in the same process (a resume, a worker's next debate) found the database
+    locked. Every such run left the file open.
+    """
+    server.always = "malformed"
+    for attempt in range(4):
+        db = tmp_path / f"d{attempt}.sqlite"
+        code, _, err = cli(capsys, "run", "--model", "openai:test-model", "--agents", "kiss,security", "--rounds",
+                           "1", "--db", str(db), "--quiet", "--thread-id", THREAD, "Design a rate limiter")
+        assert code == 3, err
+        still_open = [fd for fd in Path("/proc/self/fd").iterdir() if str(db) in str(fd.resolve(strict=False))]
+        assert not still_open, f"run {attempt}: {len(still_open)} files of the database still open"

@@ -102,22 +102,17 @@ SUMMARY_FIELDS: dict[str, st.SearchStrategy[Any]] = {
 }
 summarization = section(SUMMARY_FIELDS)
 AGENT_FIELDS: dict[str, st.SearchStrategy[Any]] = {
-    "id": st.one_of(st.sampled_from([*ROLES, "judge", "user", "a", "a"]), text),
-    "name": text,
-    "role": st.one_of(st.sampled_from([*ROLES, "judge"]), text),
-    "model": models,
+    "id": st.one_of(st.sampled_from([*ROLES, "judge", "user", "a", "a"]), text), "name": text,
+    "role": st.one_of(st.sampled_from([*ROLES, "judge"]), text), "model": models,
     "provider": st.sampled_from(["openai", "openrouter", "local", "fake", "bogus"]),
     "temperature": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10)),
-    "enabled": st.booleans(),
-    "systemPromptPath": paths, "summaryPromptPath": paths, "clarificationPromptPath": paths,
-    "summarization": summarization,
-    "contextWindow": numbers, "maxOutputTokens": numbers,
+    "enabled": st.booleans(), "systemPromptPath": paths, "summaryPromptPath": paths, "clarificationPromptPath": paths,
+    "summarization": summarization, "contextWindow": numbers, "maxOutputTokens": numbers,
     "fallbackModels": st.lists(models, max_size=2),
 }
 agent = section(AGENT_FIELDS)
 DEBATE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
-    "rounds": numbers,
-    "terminationCondition": section({"type": st.sampled_from(["fixed", "convergence", "quality", "never"]),
+    "rounds": numbers, "terminationCondition": section({"type": st.sampled_from(["fixed", "convergence", "quality", "never"]),
                                      "threshold": numbers}),
     "synthesisMethod": st.sampled_from(["judge", "voting", "merge", "coin"]),
     "includeFullHistory": st.booleans(), "timeoutPerRound": numbers, "interactiveClarifications": st.booleans(),
@@ -125,10 +120,8 @@ DEBATE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "contextWindow": numbers, "maxOutputTokens": numbers, "maxConcurrency": numbers,
 }
 FILE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
-    "agents": st.lists(agent, max_size=4),
-    "judge": agent,
-    "debate": section(DEBATE_FIELDS),
-    "evaluators": st.lists(agent, max_size=2),
+    "agents": st.lists(agent, max_size=4), "judge": agent,
+    "debate": section(DEBATE_FIELDS), "evaluators": st.lists(agent, max_size=2),
     "budget": section({"maxTokens": numbers, "maxCost": numbers}),
     "prices": st.dictionaries(st.one_of(models, text), section({"input": numbers, "output": numbers}), max_size=2),
 }
@@ -216,8 +209,7 @@ cli_paths = st.one_of(st.sampled_from([f"{FUZZ}/problem.txt", f"{FUZZ}/latin1.md
                       value_text)
 configs = st.one_of(st.sampled_from([f"{FUZZ}/config.json", f"{FUZZ}/config.json", f"{FUZZ}/broken.json",
                                      f"{FUZZ}/latin1.json", f"{FUZZ}/latin1-prompt.json", f"{FUZZ}/folder",
-                                     f"{FUZZ}/missing.json",
-                                     f"{NO_HOME}/c.json"]), value_text)
+                                     f"{FUZZ}/missing.json", f"{NO_HOME}/c.json"]), value_text)
 outputs = st.sampled_from([f"{FUZZ}/out.json", f"{FUZZ}/out.md", f"{FUZZ}/out.txt", f"{FUZZ}/folder",
                            f"{FUZZ}/missing/out.json", f"{NO_HOME}/out.json"])
 agents_flag = st.one_of(
@@ -241,8 +233,7 @@ ANY_RUN: dict[str, st.SearchStrategy[str] | None] = {
     "--max-cost": mostly(["0.01", "100"], floats),
     "--order": mostly(["round-robin", "moderator"], st.just("bogus")),
     "--summary-every": mostly(["2", "5"], ints),
-    "--quiet": None,
-    "-v": None,
+    "--quiet": None, "-v": None,
     "--env-file": cli_paths,
     "--output": outputs,
     "--report": outputs,

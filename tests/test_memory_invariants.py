@@ -35,7 +35,7 @@ def run(method: str) -> dict[str, Any]:
         return compile_debate().invoke(
             {"problem": f"Design a rate limiter for tenant_51_9epxb ({method})"},
             {"configurable": {"thread_id": "x"}},
-            context=Context(model="fake:words=150", rounds=ROUNDS, agents=",".join(AGENTS), context_window=WINDOW,
+            context=Context(model="fake:words=100", rounds=ROUNDS, agents=",".join(AGENTS), context_window=WINDOW,
                             max_output_tokens=OUTPUT, summary_method=method,
                             summary_threshold=5000),  # the seed's character trigger: summaries every round
         )

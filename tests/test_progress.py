@@ -67,7 +67,7 @@ def test_by_default_one_line_per_phase_and_nothing_live_off_a_terminal(three_by_
     out = io.StringIO()
     feed(Progress(stream=out), events)
     assert out.getvalue().splitlines() == [
-        "agents: architect, performance, security; 2 round(s)",
+        "agents: architect, performance, security; 2 rounds",
         "[round 1/2] propose", "[round 1/2] critique", "[round 1/2] refine",
         "[round 2/2] critique", "[round 2/2] refine", "[round 2/2] synthesize",
     ]
@@ -83,21 +83,43 @@ def test_verbose_shows_each_call_as_it_ends(three_by_two: Any) -> None:
     critiques = [line.strip() for line in done if "critique done" in line]
     assert len(critiques) == 2 * 6 and critiques[0].split(":")[0].split(" on ")[0] in ("architect", "performance",
                                                                                      "security")
+    spent = [line.strip() for line in out.getvalue().splitlines() if "spent so far" in line]
+    total = values["spend"]["total"]
+    assert len(spent) == 6, "one line per charged step: propose, 2 x (critique, refine), synthesize"
+    assert spent[-1] == (f"spent so far: 22 model calls, {total['input_tokens'] + total['output_tokens']} tokens")
+
+
+def test_a_call_line_shows_what_the_call_was_charged() -> None:
+    out = io.StringIO()
+    progress = Progress(verbose=True, stream=out)
+    progress.show({"event": "contribution", "kind": "synthesis", "round": 2, "agent_id": "judge", "tokens": 0,
+                   "prompt_tokens": 900, "latency_ms": 1500, "requests": 2, "input_tokens": 1830,
+                   "output_tokens": 78})
+    assert out.getvalue() == "  judge: synthesis done in 2 requests, 1830 prompt + 78 completion tokens, 1.5s\n"
+    assert (progress.calls, progress.tokens) == (2, 1908)
 
 
 def test_on_a_terminal_a_live_line_counts_calls_and_tokens(three_by_two: Any) -> None:
-    events, _ = three_by_two
-    tokens = sum(e["tokens"] + e["prompt_tokens"] for e in events if e["event"] == "contribution")
+    events, values = three_by_two
+    total = values["spend"]["total"]
     screen = Terminal()
     progress = Progress(stream=screen)
     feed(progress, events)
     text = screen.getvalue()
     last = text.rsplit(CLEAR, 1)[1]
-    assert last == f"synthesize · round 2/2 · calls 22/22 · {tokens} tokens"
+    assert last == f"synthesize · round 2/2 · calls 22/22 · {total['input_tokens'] + total['output_tokens']} tokens"
     assert re.search(r"critique · round 1/2 · calls \d+/22", text)
     assert "[round 2/2] synthesize\n" in text, "phase lines still print above the live line"
     progress.close()
     assert screen.getvalue().endswith(CLEAR), "the live line is erased at the end"
+
+
+def test_each_step_s_spend_replaces_the_running_count() -> None:
+    progress = Progress(stream=io.StringIO())
+    progress.show({"event": "contribution", "kind": "proposal", "agent_id": "a", "tokens": 10, "prompt_tokens": 90})
+    assert (progress.calls, progress.tokens) == (1, 100), "without the charged figures: our own count"
+    progress.show({"event": "spend", "calls": 3, "tokens": 450, "cost": 0.0})
+    assert (progress.calls, progress.tokens, progress.total) == (3, 450, 3)
 
 
 def test_quiet_writes_nothing_even_on_a_terminal(three_by_two: Any) -> None:
@@ -109,24 +131,30 @@ def test_quiet_writes_nothing_even_on_a_terminal(three_by_two: Any) -> None:
     assert screen.getvalue() == ""
 
 
-def test_the_summary_line_counts_this_run_only(three_by_two: Any) -> None:
+def test_the_summary_line_gives_the_whole_debate_s_spend_and_time(three_by_two: Any) -> None:
     _, values = three_by_two
-    turns = values["transcript"]
-    prompt = sum(t["usage"]["input_tokens"] for t in turns)
-    completion = sum(t["usage"]["output_tokens"] for t in turns)
-    assert summary_line(values, 1.5) == (f"took 1.5 s: 22 model calls, {prompt + completion} tokens "
-                                         f"({prompt} prompt + {completion} completion)")
-    before = {**values, "transcript": turns[:9], "summary_log": []}
-    later = sum(t["usage"]["input_tokens"] + t["usage"]["output_tokens"] for t in turns[9:])
-    assert summary_line(values, 75, before).startswith(f"took 1 min 15 s: 13 model calls, {later} tokens")
+    total = values["spend"]["total"]
+    prompt, completion = total["input_tokens"], total["output_tokens"]
+    line = summary_line(values)
+    assert re.fullmatch(rf"took \d+\.\d s: 22 model calls, {prompt + completion} tokens "
+                        rf"\({prompt} prompt \+ {completion} completion\)", line)
+    status = values["status"]
+    later = {**values, "status": {**status, "updated_at": status["updated_at"] + 7200},
+             "transcript": [*values["transcript"][:-1], {**values["transcript"][-1],
+                                                           "created_at": values["transcript"][-1]["created_at"] + 7200}]}
+    assert re.fullmatch(r"took \d+\.\d s \(and 2 h 00 min stopped\): 22 model calls, .*", summary_line(later))
 
 
-def test_a_resumed_progress_starts_from_the_stored_debate(three_by_two: Any) -> None:
+def test_a_resumed_progress_starts_from_the_stored_spend(three_by_two: Any) -> None:
     _, values = three_by_two
     progress = Progress(stream=io.StringIO())
-    progress.resume({**values, "transcript": values["transcript"][:5], "summary_log": [],
+    spend = {"total": {"calls": 6, "input_tokens": 500, "output_tokens": 100, "cost": 0.0},
+             "by_agent": {}, "by_phase": {"summarize": {"calls": 1, "input_tokens": 0, "output_tokens": 0,
+                                                        "cost": 0.0}}}
+    progress.resume({**values, "transcript": values["transcript"][:5], "summary_log": [], "spend": spend,
                      "status": {**values["status"], "phase": "propose", "round": 1}})
-    assert (progress.calls, progress.total, progress.phase, progress.round) == (5, 22, "propose", 1)
+    assert (progress.calls, progress.tokens, progress.total, progress.phase, progress.round) == (6, 600, 23,
+                                                                                                 "propose", 1)
 
 
 # --------------------------------------------------------------------------- through the command line
@@ -143,19 +171,17 @@ def test_the_run_is_concise_by_default_and_ends_with_one_summary_line(
     out = tmp_path / "s.json"
     assert main(run(tmp_path, "--output", str(out))) == 0
     err = capsys.readouterr().err.splitlines()
-    turns = json.loads(out.read_text())["transcript"]
-    tokens = sum(t["usage"]["input_tokens"] + t["usage"]["output_tokens"] for t in turns)
+    total = json.loads(out.read_text())["spend"]["total"]
+    prompt, completion = total["input_tokens"], total["output_tokens"]
     assert [line for line in err if " done, " in line] == []
-    assert err[-1].startswith("took ") and err[-1].endswith(f": 7 model calls, {tokens} tokens "
-                                                            f"({sum(t['usage']['input_tokens'] for t in turns)} "
-                                                            f"prompt + {sum(t['usage']['output_tokens'] for t in turns)}"
-                                                            " completion)")
+    assert err[-1].startswith("took ") and err[-1].endswith(
+        f": 7 model calls, {prompt + completion} tokens ({prompt} prompt + {completion} completion)")
     assert sum(line.startswith("took ") for line in err) == 1
 
     assert main(run(tmp_path, "-v")) == 0
     assert len([line for line in capsys.readouterr().err.splitlines() if " done, " in line]) == 7
     assert main(run(tmp_path, "--quiet")) == 0
-    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("debate "), "--quiet: no summary line"
+    assert not any(line.startswith("took ") for line in capsys.readouterr().err.splitlines()), "--quiet: none"
 
 
 @pytest.mark.parametrize("suffix", [".md", ".txt"])
@@ -199,12 +225,9 @@ def test_a_variable_already_set_wins_over_the_env_file(tmp_path: Path, monkeypat
     assert os.environ["DEBATE_MODEL"] == "fake" and os.environ["DEBATE_TEST_ONLY"] == "yes"
 
 
-def test_the_small_env_parser_reads_what_python_dotenv_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_env_file_is_read_as_python_dotenv_reads_it() -> None:
     text = "# comment\nA=1\nexport B='two words'\nC=\"quoted # not a comment\"\nD=plain # a comment\n\nE=\n"
     expected = {"A": "1", "B": "two words", "C": "quoted # not a comment", "D": "plain", "E": ""}
-    pytest.importorskip("dotenv")
-    assert _parse_env(text) == expected
-    monkeypatch.setitem(sys.modules, "dotenv", None)  # as if python-dotenv were not installed
     assert _parse_env(text) == expected
 
 
@@ -232,8 +255,9 @@ def test_a_roundtable_expects_its_turns_its_moderator_and_its_summaries(
     made = values["spend"]["total"]["calls"]  # turns, moderator's choices, summaries and the synthesis
     lines = screen.getvalue().split(CLEAR)
     last = next(line for line in reversed(lines) if " · calls " in line).split("\n")[0]
-    assert values["summary_log"] and last.startswith(f"synthesize · round {values['status']['round']}/7 · calls "
-                                                     f"{made}/{made}, {len(values['summary_log'])} summaries")
+    made_summaries = len(values["summary_log"])
+    assert made_summaries and last.startswith(f"synthesize · turn {values['status']['round']}/7 · calls {made}/{made}, "
+                                              f"{made_summaries} summar{'y' if made_summaries == 1 else 'ies'}")
     first = next(line for line in lines if " · calls 1/" in line)
     assert first.split(" · ")[2].split(",")[0] == ("calls 1/15" if order == "moderator" else "calls 1/8")
     assert f": {made} model calls, " in lines[-1].splitlines()[-1]

@@ -31,8 +31,8 @@ def test_the_report_has_every_section_in_order(debate) -> None:
     assert out["summary_log"], "this debate must summarize"
     report = render_report(out)
     top = [text for level, text in headings(report) if level <= 2]
-    assert top == ["Debate report", "Problem", "Agents", "Round 1", "Round 2", "Summaries", "Final solution",
-                   "Figures"]
+    assert top == ["Debate report", "Problem", "Agents", "Round 1", "Round 2", "Summaries", "Positions",
+                   "Final solution", "Verdict", "Figures"]
     found = {text for _, text in headings(report)}
     assert {"Proposals", "Critiques", "Refinements", "architect on security", "security on architect",
             "By agent", "By agent and phase"} <= found
@@ -95,25 +95,27 @@ def hand_made() -> dict[str, Any]:
     """Four turns and three summaries whose figures are worked out by hand below."""
     from tests.conftest import make_turn
 
-    specs = [(0, "a", "proposal", None, 100, 40, 1000), (1, "b", "proposal", None, 120, 60, 3000),
-             (2, "a", "critique", "b", 200, 80, 2000), (3, "judge", "synthesis", None, 300, 100, 6000)]
+    specs = [(0, "a", "proposal", None, 100, 40, 1000, 1001.0), (1, "b", "proposal", None, 120, 60, 3000, 1001.2),
+             (2, "a", "critique", "b", 200, 80, 2000, 1004.0), (3, "judge", "synthesis", None, 300, 100, 6000, 1180.0)]
     transcript = []
-    for seq, speaker, kind, target, prompt, completion, latency in specs:
+    for seq, speaker, kind, target, prompt, completion, latency, at in specs:
         turn: dict[str, Any] = dict(make_turn(seq, speaker=speaker, kind=kind, target=target, round_no=1))
         turn.update(usage={"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion},
-                    latency_ms=latency, truncated=kind == "critique")
+                    latency_ms=latency, truncated=kind == "critique", created_at=at)
         transcript.append(turn)
 
     def summary(ident: str, agent: str, status: str, calls: int, usage: tuple[int, int] | None, latency: int,
-                before: int, after: int) -> dict[str, Any]:
+                before: int, after: int, at: float) -> dict[str, Any]:
         return {"id": ident, "agent_id": agent, "round": 1, "depth": 0, "strategy": "rolling", "reason": "overflow",
                 "status": status, "calls": calls, "latency_ms": latency, "tokens_before": before,
-                "tokens_after": after, "error": "cut twice" if status == "failed" else None,
+                "tokens_after": after, "error": "cut twice" if status == "failed" else None, "created_at": at,
                 "usage": {"input_tokens": usage[0], "output_tokens": usage[1],
                           "total_tokens": sum(usage)} if usage else None}
 
-    log = [summary("s1", "a", "ok", 2, (50, 20), 800, 500, 120), summary("s2", "b", "failed", 0, None, 0, 400, 0),
-           summary("s3", "judge", "ok", 1, (70, 30), 500, 900, 200)]
+    # Records from before attempts were kept: a summary's calls say how many requests it made.
+    log = [summary("s1", "a", "ok", 2, (50, 20), 800, 500, 120, 1005.0),
+           summary("s2", "b", "failed", 0, None, 0, 400, 0, 1005.5),
+           summary("s3", "judge", "ok", 1, (70, 30), 500, 900, 200, 1006.0)]
     status = {"problem": "p", "phase": "done", "round": 1, "rounds": 1, "turns": 4, "summaries": 3, "tokens": 0,
               "started_at": 1000.0, "updated_at": 1185.0}
     return {"problem": "p", "settings": {}, "transcript": transcript, "summary_log": log, "solution": None,
@@ -124,14 +126,17 @@ def test_the_figures_are_the_sums_worked_out_by_hand() -> None:
     report = render_report(hand_made())
     figures = dict((row[0], row[1]) for row in table(report, "Figures"))
     assert figures["wall time"] == "3 min 05 s (set-up to last step)"  # 1185 - 1000 s
+    # steps: proposals at 1001.2 (ran 1.2 s), the critique at 1004 (2.8 s), the summaries until 1006 (2 s); the
+    # synthesis at 1180 took 6 s of model time, so 174 - 6 = 168 s were a stop; then 5 s to the last step
+    assert figures["time running"].startswith("17.0 s (") and figures["time stopped"].startswith("2 min 48 s (")
     assert figures["model calls"] == "7 (4 turns, 3 summary calls)"  # summary calls 2 + 0 + 1
     assert figures["prompt tokens"] == "840"  # 100 + 120 + 200 + 300 + 50 + 70
     assert figures["completion tokens"] == "330"  # 40 + 60 + 80 + 100 + 20 + 30
     assert figures["total tokens"] == "1170"
     assert figures["summaries"].startswith("2 made, 1080 tokens saved")  # (500 - 120) + (900 - 200); s2 failed
-    assert figures["retries"].startswith("1 extra summary calls")  # s1 took 2 calls
-    assert figures["failures"].startswith("1 failed summaries")
-    assert figures["cut at the output limit"] == "1 turn(s): critique:r1:a->b"
+    assert figures["retries"].startswith("1 extra summary call (")  # s1 took 2 calls
+    assert figures["failures"].startswith("1 failed summaries; 0 requests that returned nothing")
+    assert figures["cut at the output limit"] == "1 turn: critique:r1:a->b"
     # per call: 1000, 3000, 2000, 6000, s1 800 / 2 twice, s3 500 -> 13300 / 7 = 1900 ms
     assert figures["latency per call"].startswith("mean 1.90 s, max 6.00 s")
     by_agent = table(report, "By agent", 3)
@@ -181,7 +186,8 @@ def test_a_roundtable_report_shows_every_turn_and_the_moderation(
     messages = [t for t in values["transcript"] if t["kind"] == "message"]
     top = [text for level, text in headings(report) if level <= 2]
     moderated = ["Moderation"] if order == "moderator" else []
-    assert top == ["Debate report", "Problem", "Agents", "Turns", *moderated, "Final solution", "Figures"]
+    assert top == ["Debate report", "Problem", "Agents", "Turns", *moderated, "Positions", "Final solution",
+                   "Verdict", "Figures"]
     assert [text for level, text in headings(report) if level == 3][:len(messages)] == [
         f"Turn {t['round']}: {t['speaker']}" for t in messages]
     turns = report.split("\n## Turns\n", 1)[1].split("\n## ", 1)[0]

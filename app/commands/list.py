@@ -1,39 +1,65 @@
-"""``debate list``: every stored debate, from one small record per thread."""
+"""``debate list``: the stored debates, newest first, from one small record per thread."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import Any
 
-from debate_engine.app.errors import EXIT_OK
+from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, db_of
+
+COLUMNS = ("thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem")
+DEFAULT_LIMIT = 20
 
 
 def register(sub: Any) -> None:
-    add_db(sub.add_parser("list", help="list stored debates"))
+    listing = sub.add_parser("list", help="list stored debates, newest first",
+                             description="List the stored debates, the most recently updated first.")
+    listing.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
+                         help=f"show the newest N (default {DEFAULT_LIMIT})")
+    listing.add_argument("--all", action="store_true", help="show every debate")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line, every field named")
+    add_db(listing)
 
 
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.runner import run_until_signal
     from debate_engine.providers.secrets import redact
 
-    rows = run_until_signal(rows_of(db_of(args)))
+    if args.limit < 1 and not args.all:
+        raise UserError(f"--limit {args.limit}: show at least 1 debate, or every one with --all")
+    rows = sorted(run_until_signal(rows_of(db_of(args))), key=lambda r: r["updated_at"], reverse=True)
     if not rows:
         print("no debates yet; start one with `debate run PROBLEM`", file=sys.stderr)
         return EXIT_OK
-    print("thread\tupdated\tstatus\tround\tphase\tturns\ttokens\tcost\tproblem")
-    for row in rows:
-        print(redact("\t".join(row)))
+    shown = rows if args.all else rows[: args.limit]
+    if args.json:
+        for row in shown:
+            print(redact(json.dumps(row, ensure_ascii=False)))
+    else:
+        print("\t".join(COLUMNS))
+        for row in shown:
+            print(redact("\t".join(_cells(row))))
+    if len(shown) < len(rows):
+        print(f"the newest {len(shown)} of {len(rows)} debates; --all shows every one", file=sys.stderr)
     return EXIT_OK
 
 
-async def rows_of(db: str) -> list[tuple[str, ...]]:
+def _cells(row: dict[str, Any]) -> list[str]:
+    """A row as the table prints it."""
+    updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
+    return [row["thread"], updated, row["status"], f"{row['round']}/{row['rounds']}", row["phase"], str(row["turns"]),
+            str(row["tokens"]), f"${row['cost']:.4f}", " ".join(row["problem"].split())[:60]]
+
+
+async def rows_of(db: str) -> list[dict[str, Any]]:
     """One row per thread: its newest checkpoint's status record, never the whole debate."""
     from debate_engine.app.persistence import athread_busy, open_checkpointer, status_of, thread_ids
 
-    rows: list[tuple[str, ...]] = []
+    rows: list[dict[str, Any]] = []
     async with open_checkpointer(db) as saver:
         for thread in await thread_ids(saver):
             status, waiting = await status_of(saver, thread)
@@ -41,8 +67,8 @@ async def rows_of(db: str) -> list[tuple[str, ...]]:
                 continue
             state = ("done" if status["phase"] == "done" else "waiting for answers" if waiting
                      else "running" if await athread_busy(db, thread) else "interrupted")
-            updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(status["updated_at"]))
-            rows.append((thread, updated, state, f"{status['round']}/{status['rounds']}", status["phase"],
-                         str(status["turns"]), str(status.get("tokens", 0)), f"${status.get('cost', 0.0):.4f}",
-                         status["problem"][:60]))
+            rows.append({"thread": thread, "updated_at": status["updated_at"], "status": state,
+                         "round": status["round"], "rounds": status["rounds"], "phase": status["phase"],
+                         "turns": status["turns"], "tokens": status.get("tokens", 0), "cost": status.get("cost", 0.0),
+                         "problem": status["problem"]})
     return rows

@@ -1,32 +1,45 @@
-"""``debate probe``: measure what the memory keeps, for your own model and settings."""
+"""``debate probe``: measure what the memory keeps, for your own model, config and settings."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 from debate_engine.app.errors import EXIT_OK, UserError
 
+DESCRIPTION = """Run a debate with made-up facts planted in it, then measure where each fact survives: in each
+agent's own perspective, in the summaries, in every prompt the debaters were sent (min, mean and the worst
+prompt, per round, or per run of --every turns in the roundtable), and in the judge's last view; then quiz
+each agent on the facts. It takes the run options of `debate run`, so a user can probe their own config.
+With --db or --thread-id the probe's debate is stored like any other (`debate report THREAD`)."""
+
 
 def register(sub: Any) -> None:
-    probe = sub.add_parser("probe", help="plant facts in a debate and measure where the memory keeps them")
-    probe.add_argument("--model", help="model for every agent and the judge")
-    probe.add_argument("--agents", help="comma-separated roles")
+    from debate_engine.app.commands.run import add_run_options
+    from debate_engine.app.outputs import add_db, add_env_file
+
+    probe = sub.add_parser("probe", help="plant facts in a debate and measure where the memory keeps them",
+                           description=DESCRIPTION)
+    add_run_options(probe)
     probe.add_argument("--protocol", choices=["phase", "roundtable"], default="phase")
-    probe.add_argument("--rounds", type=int, default=6, help="rounds of the phase debate (default 6)")
-    probe.add_argument("--turns", type=int, default=200, help="turns of the roundtable (default 200)")
+    probe.add_argument("--turns", type=int, help="roundtable: turns (default 200 without --config)")
+    probe.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
+    probe.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
+    probe.add_argument("--every", type=int, default=10, help="roundtable: a row per N turns (default 10), and one "
+                       "for the first turn after each planting and each summary")
     probe.add_argument("--facts", type=int, default=20, help="facts to plant (default 20)")
     probe.add_argument("--plant", choices=["briefing", "replies"], default="briefing",
                        help="briefing: a note every perspective includes (default); replies: the agents state them")
     probe.add_argument("--plant-rounds", default="1", help="rounds (or turns) that open with facts, e.g. 1,8")
-    probe.add_argument("--context-window", type=int, help="context window in tokens")
-    probe.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
-    probe.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
     probe.add_argument("--output", help="write the results as JSON here")
     probe.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    add_db(probe)
+    add_env_file(probe)
 
 
 def _plant_rounds(text: str) -> list[int]:
@@ -39,32 +52,68 @@ def _plant_rounds(text: str) -> list[int]:
     return rounds
 
 
-def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.probe import run_probe
-    from debate_engine.app.probe_facts import make_facts
-    from debate_engine.app.probe_measure import render
-    from debate_engine.app.progress import Progress
-    from debate_engine.config.context import Context, RoundtableContext
+def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
+    """The run's context, the planting rounds and the problem, every mistake named before any call."""
+    from debate_engine.app.commands.run import context_from_args, problem_of
+    from debate_engine.app.probe import PROBLEM
     from debate_engine.config.resolve import resolve
 
     if not 1 <= args.facts <= 200:
         raise UserError(f"--facts {args.facts}: use a number from 1 to 200")
+    if args.every < 1:
+        raise UserError(f"--every {args.every}: use a number of turns from 1")
+    if args.clarify:
+        raise UserError("--clarify: the probe cannot answer clarifying questions; leave it out")
     rounds = _plant_rounds(args.plant_rounds)
-    common = {"model": args.model or "", "agents": args.agents or "", "context_window": args.context_window,
-              "max_output_tokens": args.max_output_tokens, "summary_method": args.summary_method or ""}
-    if args.protocol == "roundtable":
-        context: Any = RoundtableContext(**common, turns=args.turns)
-        last = args.turns
-    else:
-        context = Context(**common, rounds=args.rounds)
-        last = args.rounds
+    if not args.config:  # the probe's own defaults; a config's rounds or turns win
+        args.rounds = args.rounds if args.rounds is not None or args.protocol == "roundtable" else 6
+        args.turns = args.turns if args.turns is not None or args.protocol != "roundtable" else 200
+    problem = problem_of(args) if args.problem or args.problem_file else PROBLEM
+    context = context_from_args(args)
+    settings = resolve(context)
+    last = settings["roundtable"]["max_turns"] if settings.get("protocol") == "roundtable" else settings["rounds"]
     if rounds[-1] > last:
         raise UserError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
-    resolve(context)  # every settings mistake, before any call
+    return context, rounds, problem
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.outputs import load_env_file
+    from debate_engine.app.probe_facts import make_facts
+    from debate_engine.app.probe_measure import render
+    from debate_engine.app.progress import Progress
+    from debate_engine.app.runner import run_until_signal
+
+    load_env_file(args.env_file)
+    context, rounds, problem = _checked(args)
     progress = Progress(args.quiet)
-    result = run_probe(context, make_facts(args.facts, rounds), args.protocol, emit=progress.show,
-                       plant=args.plant)
+    try:
+        result = run_until_signal(_probe(args, context, make_facts(args.facts, rounds), problem, progress))
+    finally:
+        progress.close()
     sys.stdout.write(render(result))
     if args.output:
         Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
     return EXIT_OK
+
+
+async def _probe(args: argparse.Namespace, context: Any, facts: Any, problem: str, progress: Any) -> dict[str, Any]:
+    """The probe's debate: stored under ``--thread-id`` in ``--db`` when either is given, else in memory."""
+    from debate_engine.app.outputs import db_of
+    from debate_engine.app.persistence import athread_lock, open_checkpointer
+    from debate_engine.app.probe import arun_probe
+    from debate_engine.app.runner import graph_for
+
+    options = {"emit": progress.show, "plant": args.plant, "every": args.every, "problem": problem}
+    if not (args.db or args.thread_id):
+        return await arun_probe(graph_for(context, None), {"configurable": {"thread_id": "probe"}}, context, facts,
+                                **options)
+    thread, db = args.thread_id or f"probe-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}", db_of(args)
+    async with open_checkpointer(db) as saver:
+        graph, config = graph_for(context, saver), {"configurable": {"thread_id": thread}}
+        async with athread_lock(db, thread):
+            if (await graph.aget_state(config)).values:
+                raise UserError(f"thread {thread} already holds a debate; give the probe another --thread-id")
+            if not args.quiet:
+                print(f"debate {thread}", file=sys.stderr)
+            return await arun_probe(graph, config, context, facts, **options)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from debate_engine.app.errors import UserError
 from debate_engine.app.outputs import (
+    THREAD_HELP,
     add_db,
     add_outputs,
     add_progress,
@@ -15,13 +15,16 @@ from debate_engine.app.outputs import (
     db_of,
     finish,
     load_env_file,
+    say,
     where,
 )
 
 
 def register(sub: Any) -> None:
-    resume = sub.add_parser("resume", help="continue an interrupted, failed or killed debate")
-    resume.add_argument("thread")
+    resume = sub.add_parser("resume", help="continue an interrupted, failed or killed debate",
+                            description="Continue a stored debate from its last checkpoint, with the settings it "
+                            "started with.")
+    resume.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
     add_progress(resume)
     add_outputs(resume)
     add_db(resume)
@@ -50,9 +53,9 @@ async def _resume(args: argparse.Namespace) -> int:
             if not snapshot.values:
                 raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")
             if snapshot.values.get("solution"):
-                print(f"debate {args.thread} is already finished", file=sys.stderr)
+                say(args, f"debate {args.thread} is already finished")
                 return finish(snapshot.values, args)
-            print(f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}", file=sys.stderr)
+            say(args, f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}")
             graph = graph_for(protocol_of(snapshot.values), saver)  # the roundtable resumes on its own graph
             progress = Progress(args.quiet, args.verbose)
             progress.resume(snapshot.values)
@@ -60,6 +63,7 @@ async def _resume(args: argparse.Namespace) -> int:
                 snapshot = await drive(graph, None, config, None, progress)
             finally:
                 progress.close()
-    code = finish(snapshot.values, args)
-    progress.finish(snapshot.values)
-    return code
+    try:
+        return finish(snapshot.values, args)
+    finally:
+        progress.finish(snapshot.values)

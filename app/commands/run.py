@@ -12,16 +12,40 @@ from typing import Any
 from debate_engine.app.errors import UserError
 from debate_engine.app.outputs import add_db, add_outputs, add_progress, check_outputs, db_of, finish, load_env_file
 
+MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge; else each agent's "model" in
+  --config; else $DEBATE_MODEL; else openai:gpt-4o-mini when OPENAI_API_KEY is set; else
+  openrouter:openai/gpt-4o-mini when OPENROUTER_API_KEY is set; else local:smollm2, the embedded
+  model (no key, no network; its server takes about 20 s to start)"""
+
+
+def epilog() -> str:
+    """The roles and how the model is chosen: what ``--agents`` and ``--model`` leave to the defaults."""
+    from debate_engine.prompts import role_names
+
+    return (f"roles: {', '.join(role_names())}\n  (in --config, an agent may bring its own prompt: "
+            f"systemPromptPath)\n{MODEL_CHOICE}")
+
+
+def protocol(value: str) -> str:
+    """``--protocol``: ``phases`` as the state, the JSON and the events name it; ``phase`` still accepted."""
+    return "phases" if value == "phase" else value
+
 
 def register(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a new debate")
+    run = sub.add_parser("run", help="run a new debate", description="Run a new debate: agents propose, critique "
+                         "and refine,\nround after round; then the judge synthesizes.", epilog=epilog(),
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(run)
-    run.add_argument("--protocol", choices=["phase", "roundtable"], default="phase",
-                     help="phase: propose, critique, refine per round (default); roundtable: one speaker per turn")
+    run.add_argument("--protocol", type=protocol, choices=["phases", "roundtable"], default="phases",
+                     help="phases: propose, critique, refine per round (default; 'phase' also works); roundtable: "
+                     "one speaker per turn")
     run.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
-    run.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
-    run.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
-    run.add_argument("--dry-run", action="store_true", help="print the projected tokens and cost; call no model")
+    run.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next "
+                     "(default round-robin)")
+    run.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns "
+                     "(default 50)")
+    run.add_argument("--dry-run", action="store_true", help="print the projected tokens and cost; calls no model "
+                     "and needs no API key")
     add_progress(run)
     add_outputs(run)
     add_db(run)
@@ -31,21 +55,31 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     """The problem and the run settings ``debate run`` and ``debate submit`` share."""
     run.add_argument("problem", nargs="?", help="the problem to debate")
     run.add_argument("--problem-file", help="read the problem from this file")
-    run.add_argument("--config", help="JSON config file (the seed schema)")
-    run.add_argument("--agents", help="comma-separated roles, or ids/roles of the config's agents")
-    run.add_argument("--rounds", type=int, help="number of rounds (1 to 10,000)")
-    run.add_argument("--model", help="model for every agent and the judge (openai:..., openrouter:..., "
-                     "local:smollm2, fake)")
+    run.add_argument("--config", help="JSON config file in the seed schema (default: none)")
+    run.add_argument("--agents", help="comma-separated roles, or ids/roles of the config's agents "
+                     "(default: the config's agents, else architect,performance,security)")
+    run.add_argument("--rounds", type=int, help="number of rounds, 1 to 10,000 (default: the config's, else 3)")
+    run.add_argument("--model", help="model for every agent and the judge: openai:NAME, openrouter:NAME, "
+                     "local:smollm2 or fake (default: see how the model is chosen, below)")
     run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
-    run.add_argument("--max-questions", type=int, help="with --clarify: most questions per agent (0 to 20; 3)")
+    run.add_argument("--max-questions", type=int, help="with --clarify: most questions per agent, 0 to 20 "
+                     "(default: the config's, else 3)")
     run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
-    run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer")
-    run.add_argument("--context-window", type=int, help="context window in tokens")
-    run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: no limit)")
-    run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy")
+    run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer (default: the "
+                     "config's, else 1024; 192 on the embedded model)")
+    run.add_argument("--context-window", type=int, help="context window in tokens (default: the config's, else "
+                     "the model's known window, else 8192)")
+    run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: the "
+                     "config's, else no limit; the embedded model: one)")
+    run.add_argument("--timeout", type=float, metavar="SECONDS", help="each model's deadline for one answer, its "
+                     "client's retries included; a fallback model gets its own (default 120)")
+    run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy (default: the "
+                     "config's, else rolling)")
     run.add_argument("--no-summary", action="store_true", help="never summarize")
-    run.add_argument("--max-tokens", type=int, help="spend cap: most prompt + completion tokens over every call")
-    run.add_argument("--max-cost", type=float, help="spend cap in US dollars (priced with genai-prices)")
+    run.add_argument("--max-tokens", type=int, help="spend cap: most prompt + completion tokens over every call "
+                     "(default: the config's, else none)")
+    run.add_argument("--max-cost", type=float, help="spend cap in US dollars, priced with genai-prices "
+                     "(default: the config's, else none)")
 
 
 def problem_of(args: argparse.Namespace) -> str:
@@ -70,40 +104,54 @@ def problem_of(args: argparse.Namespace) -> str:
     return redact(text.strip())
 
 
-def context_from_args(args: argparse.Namespace) -> Any:
-    """The run's context from the flags, resolved once here so every mistake shows before any call."""
+def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any:
+    """The run's context from the flags, resolved once here so every mistake shows before any call.
+
+    ``credentials`` False leaves API keys unchecked: a dry run calls no model, so it needs none.
+    """
     from debate_engine.config.context import Context, RoundtableContext
 
     fields = context_fields(args)
-    if getattr(args, "protocol", "phase") == "roundtable":
+    if getattr(args, "protocol", "phases") == "roundtable":
         return checked_context(RoundtableContext(**fields, turns=args.turns, order=args.order or "",
-                                                 summary_every=args.summary_every))
+                                                 summary_every=args.summary_every), credentials)
     if getattr(args, "turns", None) or getattr(args, "order", None) or getattr(args, "summary_every", None):
         raise UserError("--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable")
-    return checked_context(Context(**fields))
+    return checked_context(Context(**fields), credentials)
 
 
 def context_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The run flags as ``Context`` fields (a config file's path made absolute)."""
-    if args.config and not Path(args.config).is_file():
+    if args.config is not None and not args.config.strip():
+        raise UserError("--config '': the path is empty; give a config file, or leave --config out to debate with "
+                        "the default agents (architect, performance, security)")
+    if args.config and not _is_file(args.config):
         raise UserError(f"config file {args.config} does not exist; check the path")
     return dict(
         model=args.model or "", agents=args.agents or "", rounds=args.rounds,
         config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
         max_output_tokens=args.max_output_tokens, context_window=args.context_window,
-        max_concurrency=args.max_concurrency, summary_method=args.summary_method or "",
+        max_concurrency=args.max_concurrency, timeout_s=args.timeout, summary_method=args.summary_method or "",
         summarize=False if args.no_summary else None, max_tokens=args.max_tokens, max_cost=args.max_cost,
         **({"max_questions": args.max_questions} if getattr(args, "max_questions", None) is not None else {}),
     )
 
 
-def checked_context(context: Any) -> Any:
+def _is_file(path: str) -> bool:
+    """True for a file that exists; a name too long for the file system is an input error, not a traceback."""
+    try:
+        return Path(path).is_file()
+    except OSError as exc:
+        raise UserError(f"config file {path}: {exc.strerror}; check the path") from None
+
+
+def checked_context(context: Any, credentials: bool = True) -> Any:
     """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
     from debate_engine.config.resolve import resolve
     from debate_engine.providers.factory import check_credentials
 
     settings = resolve(context)  # raises ConfigError listing every problem
-    for profile in (*settings["agents"], settings["judge"]):
+    for profile in (*settings["agents"], settings["judge"]) if credentials else ():
         check_credentials(profile["model"])  # a missing API key is an input error, found before any call
     return context
 
@@ -114,7 +162,7 @@ def main(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
     problem = problem_of(args)
     check_outputs(args)
-    context = context_from_args(args)
+    context = context_from_args(args, credentials=not args.dry_run)
     if args.dry_run:
         from debate_engine.app.estimate import estimate, render_estimate
 
@@ -138,7 +186,8 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
             if (await graph.aget_state(config)).values:
                 raise UserError(f"thread {args.thread_id} already holds a debate; use `debate resume "
                                 f"{args.thread_id}` or another --thread-id")
-            print(f"debate {args.thread_id}", file=sys.stderr)
+            if not args.quiet:
+                print(f"debate {args.thread_id}", file=sys.stderr)
             progress = Progress(args.quiet, args.verbose)
             try:
                 # The settings travel with the input too: a stop before setup finishes resumes with them.
@@ -146,6 +195,7 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
                 snapshot = await drive(graph, payload, config, context, progress)
             finally:
                 progress.close()
-    code = finish(snapshot.values, args)
-    progress.finish(snapshot.values)
-    return code
+    try:
+        return finish(snapshot.values, args)
+    finally:
+        progress.finish(snapshot.values)

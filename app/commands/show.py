@@ -7,12 +7,13 @@ import sys
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.outputs import add_db, add_outputs, check_outputs, db_of, finish, where
+from debate_engine.app.outputs import THREAD_HELP, add_db, add_outputs, check_outputs, db_of, finish, where
 
 
 def register(sub: Any) -> None:
-    show = sub.add_parser("show", help="show a stored debate")
-    show.add_argument("thread")
+    show = sub.add_parser("show", help="show a stored debate", description="Print a stored debate's solution "
+                          "(stdout) and where it stands (stderr); write its state or report with --output/--report.")
+    show.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
     add_outputs(show)
     add_db(show)
 

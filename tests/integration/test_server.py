@@ -96,10 +96,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def graph_id() -> str:
-    """The phase debate: the graph built by ``graph/builder.py`` (``debate_engine.graph.builder``)."""
+    """The phase debate: served by the factory ``graph/server.py:debate``."""
     graphs = served_graphs()
-    found = [g for g, target in graphs.items()
-             if target.rpartition(":")[0].removesuffix(".py").replace("/", ".").endswith("graph.builder")]
+    found = [g for g, target in graphs.items() if target.endswith("graph/server.py:debate")]
     assert len(found) == 1, graphs
     return found[0]
 
@@ -206,3 +205,18 @@ def test_a_second_run_on_the_same_thread_is_a_clean_debate_with_its_own_settings
     # each prompt fit the smaller window: 2048 minus the 1024 tokens reserved for the answer
     views = [t["view"] for t in transcript if t["view"]]
     assert views and all(v["prompt_tokens"] <= 2048 - 1024 for v in views)
+
+
+def test_an_unknown_context_key_is_refused_naming_the_nearest_one(server: str, graph_id: str) -> None:
+    client = client_for(server)
+    thread = client.threads.create()
+    context = {**FAKE, "round": 1}  # a typo of "rounds": it must not run a 3-round debate
+    try:
+        result = client.runs.wait(thread["thread_id"], graph_id, input={"problem": "Design a cache"}, context=context)
+    except Exception as exc:  # the SDK raises the run's error
+        text = str(exc)
+    else:
+        text = json.dumps(result)
+    assert "context.round: unknown key" in text and "did you mean 'rounds'" in text
+    values = client.threads.get_state(thread["thread_id"])["values"] or {}
+    assert not values.get("transcript"), "no debate ran"

@@ -13,9 +13,7 @@ prompt the client sent.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 import socket
 import socketserver
 import sys
@@ -27,70 +25,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from tests.support.fake_replies import fake_value as _fake  # a module global, so a test can patch the tool replies
+from tests.support.fake_replies import reply_words, text_of
+
 FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
 MODEL = "test-model"
-_VOCAB_TEXT = (
-    "argument evidence claim premise rebuttal consensus risk cost latency throughput budget queue cache retry "
-    "timeout token model judge critic proposal refinement trade-off baseline metric scale shard replica lock "
-    "index window burst limit bucket policy fallback audit tradeoff design review"
-)
-VOCAB = tuple(_VOCAB_TEXT.split())
-
-
-def _text_of(content: Any) -> str:
-    """Message content is a string or a list of typed parts; tests search the text either way."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def _reply_words(prompt: str, count: int) -> list[str]:
-    """Same prompt, same reply: a seeded pick from a fixed vocabulary keeps tests reproducible."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big"))
-    return [rng.choice(VOCAB) for _ in range(count)]
-
-
-def _fake(schema: dict[str, Any], defs: dict[str, Any], name: str, depth: int = 0) -> Any:
-    """Build a value that validates against a JSON schema, so a client's structured-output parsing succeeds."""
-    if "$ref" in schema:
-        return _fake(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, name, depth + 1)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            options = [s for s in schema[key] if s.get("type") != "null"]
-            if not options or (depth > 4 and len(options) < len(schema[key])):
-                return None  # a nullable field deep in a recursive schema stops the recursion
-            return _fake(options[0], defs, name, depth)
-    if "const" in schema:
-        return schema["const"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type", "object" if "properties" in schema else "string")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    label = name.replace("_", " ")
-    if kind == "string":
-        text = f"A short note on {label}."
-        return text.ljust(schema.get("minLength", 0), ".")[: schema.get("maxLength", len(text) + 999)]
-    if kind == "array":
-        count = 0 if depth > 4 else max(schema.get("minItems", 0), min(2, schema.get("maxItems", 2)))
-        items = schema.get("items", {"type": "string"})
-        return [_fake(items, defs, f"{label} item {i + 1}", depth + 1) for i in range(count)]
-    if kind in ("integer", "number"):
-        step = 1 if kind == "integer" else 0.01
-        value: float = 7 if kind == "integer" else 0.7
-        if "exclusiveMinimum" in schema:
-            value = max(value, schema["exclusiveMinimum"] + step)
-        if "exclusiveMaximum" in schema:
-            value = min(value, schema["exclusiveMaximum"] - step)
-        return min(max(value, schema.get("minimum", value)), schema.get("maximum", value))
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
-    props = schema.get("properties", {})
-    return {key: _fake(sub, defs, key, depth + 1) for key, sub in props.items()}
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -186,9 +125,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any], fault: str | None) -> None:
         owner = self.server.owner
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        prompt_tokens = sum(len(_text_of(m.get("content")).split()) for m in messages)
-        last_user = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-        words = [] if fault == "empty" else _reply_words(last_user, owner.words)
+        prompt_tokens = sum(len(text_of(m.get("content")).split()) for m in messages)
+        last_user = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        words = [] if fault == "empty" else reply_words(last_user, owner.words)
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         if fault == "length":
             limit = min(limit or len(words), max(1, len(words) // 2))
@@ -205,6 +144,10 @@ class _Handler(BaseHTTPRequestHandler):
             arguments = json.dumps(_fake(params, params.get("$defs") or params.get("definitions") or {}, func["name"]))
             if fault == "badtool":  # what small models do: the arguments cut short, unparseable
                 arguments = arguments[: len(arguments) // 2]
+            if owner.tool_args is not None:  # a test scripts the structured answer (positions, votes)
+                arguments = json.dumps(owner.tool_args(body, func["name"], json.loads(arguments)))
+            if owner.cut_tools and limit is not None and len(arguments.split()) > limit:
+                arguments = " ".join(arguments.split()[:limit])  # cut, yet reported as llama.cpp does: tool_calls
             call: dict[str, Any] = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function"}
             call["function"] = {"name": func["name"], "arguments": arguments}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -270,6 +213,8 @@ class OpenAIServer:
         self.faults: deque[str] = deque()
         self.always: str | None = None
         self.model_always: dict[str, str] = {}
+        self.cut_tools = False
+        self.tool_args: Any = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
@@ -314,7 +259,7 @@ class OpenAIServer:
         with self._lock:
             bodies = [r["body"] for r in self.requests if r["path"].split("?")[0].endswith("/chat/completions")]
         messages = [[m for m in (b or {}).get("messages") or [] if isinstance(m, dict)] for b in bodies]
-        return ["\n".join(_text_of(m.get("content")) for m in ms) for ms in messages]
+        return ["\n".join(text_of(m.get("content")) for m in ms) for ms in messages]
 
     def usage_total(self) -> int:
         """Sum of `total_tokens` this server reported across its successful replies."""

@@ -1,0 +1,160 @@
+"""A debate's figures from its state: calls, tokens, time running and stopped, by agent and phase.
+
+One source of truth: calls and tokens are the state's spend (every request the
+provider answered, with its own usage), and the rows by agent and phase are
+the turns' and summaries' records counted by the spend's rule, so they add up
+to it. The final line, the report and a resumed run's progress read them here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "synthesis", "summary")
+"""The order phases are listed in."""
+
+
+def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[str, Any]:
+    """One call's row: its charged requests (the spend's rule), their tokens and latencies."""
+    from debate_engine.nodes.status import spent
+
+    cost, attempts = spent(record), record.get("attempts")
+    if attempts is not None:
+        latency = [a.get("latency_ms", 0) for a in attempts if a.get("usage")]
+    elif "calls" in record or not cost["requests"]:  # a record from before attempts (or usage) were kept
+        usage, view, calls = record.get("usage") or {}, record.get("view") or {}, record.get("calls", 1)
+        cost = {"requests": calls, "input_tokens": usage.get("input_tokens", view.get("prompt_tokens", 0)),
+                "output_tokens": usage.get("output_tokens", record.get("tokens", 0) if view else 0)}
+        latency = [record.get("latency_ms", 0) // calls] * calls if calls else []
+    else:
+        latency = [record.get("latency_ms", 0)]
+    return {"agent": agent, "phase": phase, "calls": cost["requests"], "prompt": cost["input_tokens"],
+            "completion": cost["output_tokens"], "latency_ms": latency, "cut": cut}
+
+
+def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per model-written turn and per summary: agent, phase, requests, tokens in and out, latencies.
+
+    The roundtable moderator's choices write no turn: one row holds them all, from the spend record. Calls
+    that left no record (clarifying questions that asked none) make one more row, so the rows add up to the
+    state's spend, which counts every request the provider answered.
+    """
+    rows = [_row(t["speaker"], t["kind"], t, int(bool(t.get("truncated"))))
+            for t in values.get("transcript", []) if t.get("model") is not None]
+    rows += [_row(r["agent_id"], "summary", r) for r in values.get("summary_log", [])]
+    spend = values.get("spend") or {}
+    moderated = (spend.get("by_phase") or {}).get("moderate")
+    if moderated:
+        judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
+        rows.append({"agent": judge, "phase": "moderation", "calls": moderated["calls"],
+                     "prompt": moderated["input_tokens"], "completion": moderated["output_tokens"],
+                     "latency_ms": [], "cut": 0})
+    if spend.get("total"):
+        left = {"calls": spend["total"]["calls"] - sum(r["calls"] for r in rows),
+                "prompt": spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows),
+                "completion": spend["total"]["output_tokens"] - sum(r["completion"] for r in rows)}
+        if any(left.values()):
+            rows.append({"agent": "(none)", "phase": "without a record", **left, "latency_ms": [], "cut": 0})
+    return rows
+
+
+def _add(groups: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
+    group = groups.setdefault(key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0})
+    for name in ("calls", "prompt", "completion", "cut"):
+        group[name] += row[name]
+    group["latency_ms"] += row["latency_ms"]
+
+
+SET_UP_S = 5.0
+"""Time a step may take beyond its calls' own (a process starting, a graph compiling, views being built)."""
+SAME_STEP_S = 1.0
+"""Records made this close together were made by one step."""
+
+
+def timeline(values: dict[str, Any]) -> tuple[float, float]:
+    """Seconds the debate ran and seconds it stood stopped (interrupted, or waiting for answers).
+
+    Every turn and summary is recorded when its calls end, with the calls' latencies. Between one step's
+    records and the next, the debate needed at most the later step's latencies (twice over, for a
+    moderator's choice that leaves no record) and a few seconds; a longer gap is a stop, of which the step
+    ran only for its calls.
+    """
+    status = values.get("status") or {}
+    if not status:
+        return 0.0, 0.0
+    marks = sorted((r["created_at"], sum(_row("", "", r)["latency_ms"]) / 1000)
+                   for r in [*values.get("transcript", []), *values.get("summary_log", [])]
+                   if r.get("created_at") and (r.get("model") or r.get("agent_id")))
+    steps: list[list[float]] = []
+    for at, need in marks:
+        if steps and at - steps[-1][0] < SAME_STEP_S:
+            steps[-1] = [at, steps[-1][1] + need]
+        else:
+            steps.append([at, need])
+    running = stopped = 0.0
+    last = status["started_at"]
+    for at, need in [*steps, [status["updated_at"], 0.0]]:
+        gap = max(0.0, at - last)
+        ran = gap if gap <= 2 * need + SET_UP_S else need  # a stop: the step ran for its calls, no longer
+        running, stopped, last = running + ran, stopped + gap - ran, max(last, at)
+    return running, stopped
+
+
+def figures(values: dict[str, Any]) -> dict[str, Any]:
+    """What a debate cost: time running and stopped, calls, tokens, summaries, retries, failures, latency.
+
+    Calls and tokens are the state's spend (every request the provider answered, with its own usage);
+    the breakdowns by agent and phase add up to it.
+    """
+    rows = calls_of(values)
+    by_agent: dict[str, dict[str, Any]] = {}
+    by_phase: dict[tuple[str, str], dict[str, Any]] = {}
+    total: dict[Any, dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)):
+        _add(by_agent, row["agent"], row)
+        _add(by_phase, (row["agent"], row["phase"]), row)
+        _add(total, "total", row)
+    log = values.get("summary_log", [])
+    ok = [r for r in log if r["status"] == "ok"]
+    status = values.get("status") or {}
+    running, stopped = timeline(values)
+    attempts = [a for r in [*values.get("transcript", []), *log] for a in r.get("attempts") or []]
+    return {
+        "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
+        "running_s": running, "stopped_s": stopped,
+        "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
+        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation")),
+        "moderation_calls": sum(r["calls"] for r in rows if r["phase"] == "moderation"),
+        "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
+        "summaries": len(ok), "failed_summaries": len(log) - len(ok),
+        "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
+        "extra_summary_calls": sum(max(r.get("calls", 1) - 1, 0) for r in ok),
+        "failed_requests": sum(1 for a in attempts if not a.get("usage")),
+        "cost": ((values.get("spend") or {}).get("total") or {}).get("cost", 0.0),
+        "cut": [t["id"] for t in values.get("transcript", []) if t.get("truncated")],
+        "by_agent": by_agent, "by_phase": by_phase,
+    }
+
+
+def totals(values: dict[str, Any]) -> dict[str, Any]:
+    """The debate's figures in a line's worth: what the final line and a resumed run's live line start from."""
+    f = figures(values)
+    t = f["total"]
+    return {"calls": t["calls"], "prompt_tokens": t["prompt"], "completion_tokens": t["completion"],
+            "tokens": t["prompt"] + t["completion"], "cost": round(f["cost"], 6), "summary_calls": f["summary_calls"],
+            "running_s": round(f["running_s"], 3), "stopped_s": round(f["stopped_s"], 3)}
+
+
+def duration(seconds: float) -> str:
+    """``4.2 s``, ``3 min 05 s``, ``2 h 07 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def latency(latencies: list[int]) -> tuple[str, str]:
+    """Mean and max of per-call latencies in seconds, as the report's tables print them."""
+    if not latencies:
+        return "0.00", "0.00"
+    return f"{sum(latencies) / len(latencies) / 1000:.2f}", f"{max(latencies) / 1000:.2f}"

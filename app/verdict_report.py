@@ -1,0 +1,74 @@
+"""The report's verdict and positions: who holds what, round by round, and how the outcome was settled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _cell(text: Any, limit: int = 80) -> str:
+    text = " ".join(str(text or "").split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def positions_section(values: dict[str, Any]) -> list[str]:
+    """A table of agents by round: each stated position and its confidence, changes marked."""
+    held = [t for t in values.get("transcript", []) if t.get("position")]
+    if not held:
+        return []
+    agents = list(dict.fromkeys(t["speaker"] for t in held))
+    columns = list(dict.fromkeys(_column(t) for t in held))
+    cells: dict[tuple[str, str], str] = {}
+    for turn in held:
+        position = turn["position"]
+        change = position.get("change")
+        mark = ""
+        if change:
+            mark = " (changed, toward the majority)" if change.get("toward_majority") else " (changed)"
+        cells[(turn["speaker"], _column(turn))] = f"{_cell(position['position'], 60)} · {position['confidence']}{mark}"
+    lines = ["", "## Positions", "", "Each agent's stated position and confidence, as proposed and after each "
+             "round; a change says whether it moved toward the position most other agents held.", "",
+             "| agent | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    lines += [f"| {a} | " + " | ".join(cells.get((a, c), "") for c in columns) + " |" for a in agents]
+    return lines
+
+
+def _column(turn: dict[str, Any]) -> str:
+    return "proposed" if turn["kind"] == "proposal" else f"{'turn' if turn['kind'] == 'message' else 'round'} " \
+        f"{turn['round']}"
+
+
+def verdict_section(values: dict[str, Any]) -> list[str]:
+    """The settled outcome: the method, the winning position, agreement, every dissent verbatim, the cruxes."""
+    verdict = (values.get("solution") or {}).get("verdict")
+    if not verdict:
+        return []
+    lines = ["", "## Verdict", "", f"- method: {verdict['method']}"]
+    if verdict.get("position"):
+        total = len(verdict["agreement"]) + len(verdict["dissent"])
+        lines += [f"- position: {_cell(verdict['position'], 300)}" + (f" (answer: {verdict['answer']})"
+                                                                       if verdict.get("answer") else ""),
+                  f"- agreement: {len(verdict['agreement'])} of {total} agents ({', '.join(verdict['agreement'])})"]
+    lines.append(f"- confidence: {verdict['confidence'].get('value')} ({verdict['confidence']['how']})")
+    stop = values.get("stop_reason")
+    if values.get("stopped"):
+        lines.append(f"- stopped early: {values['stopped']}" + (f" in round {stop['round']}: {stop['reason']}"
+                                                                 if stop else ""))
+    for dissent in verdict.get("dissent", []):
+        lines += ["", f"**Dissent: {dissent['agent']}**: {dissent['position']}", "", f"> {dissent['reason']}"]
+    if verdict.get("cruxes"):
+        lines += ["", "**Cruxes**", "", *[f"- {_cell(c, 300)}" for c in verdict["cruxes"]]]
+    return lines
+
+
+def verdict_line(values: dict[str, Any]) -> str | None:
+    """One line for the terminal: method, agreement, dissent and why the debate stopped."""
+    verdict = (values.get("solution") or {}).get("verdict")
+    if not verdict:
+        return None
+    total = len(verdict["agreement"]) + len(verdict["dissent"])
+    line = f"verdict ({verdict['method']}): "
+    line += f"{len(verdict['agreement'])} of {total} agents agree" if total else "no positions stated"
+    line += f", {len(verdict['dissent'])} dissent" if verdict["dissent"] else ""
+    if values.get("stopped"):
+        line += f"; stopped early: {values['stopped']}"
+    return line

@@ -1,0 +1,127 @@
+"""Structured answers a grammar-constrained small model can give, and a large one loses nothing by.
+
+llama.cpp turns a forced tool call's JSON schema into a grammar. The grammar
+enforces ``enum``, ``maxItems``, ``maxLength`` and required properties, but not
+``minimum``/``maximum``, and it lets a model close the object early when a
+field is optional. So every schema the engine sends has every property
+required, every array and string bounded, and numbers as an enum; the bounds
+scale with the call's output budget, so the whole object fits it. Reading is
+lenient where the grammar is strict: a longer string or list (a large model on
+a server without a grammar) is clipped, a number outside its range clamped, and
+what was clipped is recorded, never a reason to reject the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr, create_model, model_validator
+from pydantic.fields import FieldInfo
+
+from debate_engine.memory.facets import clip_at_boundary
+
+CHARS_PER_TOKEN = 3
+"""Characters of JSON-wrapped text one output token holds, conservatively (English averages about 4)."""
+PERCENTS: list[Any] = list(range(0, 101, 10))
+"""The confidence a schema offers: steps of 10, which a grammar can enforce as an enum."""
+
+
+def chars_for(max_output_tokens: int, share: float, floor: int = 40) -> int:
+    """Characters a field may use: its share of the output budget."""
+    return max(floor, int(max_output_tokens * share * CHARS_PER_TOKEN))
+
+
+def text_field(description: str, chars: int) -> tuple[Any, FieldInfo]:
+    """A required string of at most ``chars`` characters."""
+    return str, Field(description=f"{description} At most {chars} characters.",
+                      json_schema_extra={"maxLength": chars})
+
+
+def list_field(description: str, count: int, chars: int) -> tuple[Any, FieldInfo]:
+    """A required list of at most ``count`` strings of at most ``chars`` characters each."""
+    return list[str], Field(description=f"{description} At most {count} items.",
+                            json_schema_extra={"maxItems": count, "items": {"type": "string", "maxLength": chars}})
+
+
+def percent_field(description: str) -> tuple[Any, FieldInfo]:
+    """A required 0-100 number offered in steps of 10."""
+    return int, Field(description=f"{description} 0 to 100.", json_schema_extra={"enum": PERCENTS})
+
+
+def choice_field(description: str, choices: list[str]) -> tuple[Any, FieldInfo]:
+    """A required string that must be one of ``choices``."""
+    return str, Field(description=description, json_schema_extra={"enum": list(choices)})
+
+
+class Bounded(BaseModel):
+    """A structured answer whose bounds are read leniently: clipped or clamped, and the fields named."""
+
+    _clamped: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _fit(cls, data: Any, handler: Any) -> Any:
+        clamped: list[str] = []
+        if isinstance(data, dict):
+            data = {name: _fit_value(cls.model_fields.get(name), name, value, clamped)
+                    for name, value in data.items()}
+        answer = handler(data)
+        answer._clamped = clamped
+        return answer
+
+    @property
+    def clamped(self) -> list[str]:
+        """The fields whose value was clipped or clamped to fit the schema."""
+        return list(self._clamped)
+
+
+def _fit_value(field: FieldInfo | None, name: str, value: Any, clamped: list[str]) -> Any:
+    extra: dict[str, Any] = dict(field.json_schema_extra) if field is not None and isinstance(
+        field.json_schema_extra, dict) else {}
+    fitted = value
+    if "maxLength" in extra and isinstance(value, str) and len(value) > int(extra["maxLength"]):
+        fitted = _clip(value, int(extra["maxLength"]))
+    elif "maxItems" in extra and isinstance(value, list):
+        limit = int(dict(extra.get("items") or {}).get("maxLength", 10**6))
+        fitted = [_clip(str(v), limit) if len(str(v)) > limit else v for v in value[: int(extra["maxItems"])]]
+    elif extra.get("enum") == PERCENTS and isinstance(value, int | float) and not isinstance(value, bool):
+        fitted = min(100, max(0, int(value)))
+    if fitted != value:
+        clamped.append(name)
+    return fitted
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, at a sentence or word end when there is one."""
+    return clip_at_boundary(text, limit) or text[:limit]
+
+
+def answer_schema(name: str, doc: str, **fields: tuple[Any, FieldInfo]) -> type[Bounded]:
+    """A structured answer with every field required (none has a default)."""
+    return create_model(name, __base__=Bounded, __doc__=doc, **fields)  # type: ignore[call-overload, no-any-return]
+
+
+def schema_problems(schema: dict[str, Any], where: str = "") -> list[str]:
+    """What a grammar-constrained model could not satisfy: optional properties, unbounded arrays and strings."""
+    problems: list[str] = []
+    for key, sub in (schema.get("$defs") or {}).items():
+        problems += schema_problems(sub, f"$defs.{key}")
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        missing = sorted(set(props) - set(schema.get("required") or []))
+        problems += [f"{where}.{m}: optional" for m in missing]
+        for key, sub in props.items():
+            problems += schema_problems(sub, f"{where}.{key}")
+    elif kind == "array":
+        if "maxItems" not in schema:
+            problems.append(f"{where}: array without maxItems")
+        problems += schema_problems(schema.get("items") or {}, f"{where}[]")
+    elif kind == "string" and "maxLength" not in schema and "enum" not in schema:
+        problems.append(f"{where}: string without maxLength")
+    elif kind in ("integer", "number") and "enum" not in schema:
+        problems.append(f"{where}: number without an enum (a grammar ignores minimum and maximum)")
+    for key in ("anyOf", "oneOf", "allOf"):
+        for i, sub in enumerate(schema.get(key) or []):
+            problems += schema_problems(sub, f"{where}.{key}[{i}]")
+    return problems

@@ -1,0 +1,83 @@
+"""Run the real ``debate`` command in subprocesses and watch its progress in its SQLite file.
+
+Each finished model call is one ``__return__`` write of its task in the checkpoint, so "after N
+contributions" is observable without timing.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def debate_command() -> list[str]:
+    """The installed console script next to this interpreter (what users run)."""
+    script = Path(sys.executable).parent / "debate"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "debate_engine.app.cli"]
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment of every CLI run: no default model, blank keys, no tracing, nothing but loopback."""
+    drop = {"DEBATE_MODEL", "DEBATE_DB", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"}
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(OPENAI_API_KEY="", LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false", PYTHONUNBUFFERED="1")
+    env.update(extra)
+    return env
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``debate ARGS`` to its end."""
+    return subprocess.run(
+        [*debate_command(), *args], capture_output=True, text=True, timeout=120, env=env or cli_env()
+    )
+
+
+@contextmanager
+def background(
+    *args: str, log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[str]]:
+    """Start ``debate ARGS`` with stderr in ``log``; whatever happens, the process is gone afterwards."""
+    with open(log, "w") as err:
+        process = subprocess.Popen(
+            [*debate_command(), *args], stdout=subprocess.DEVNULL, stderr=err, text=True, env=env or cli_env()
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+
+
+def finished_calls(db: Path, thread: str = "k") -> int:
+    """Model calls of ``thread`` whose result is in the checkpoint (summaries not counted)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
+            row = conn.execute(
+                "SELECT COUNT(*) FROM writes WHERE thread_id = ? AND channel = '__return__' "
+                "AND task_path NOT LIKE '%summarize%'",
+                (thread,),
+            ).fetchone()
+    except sqlite3.Error:  # not created yet, or busy for a moment
+        return 0
+    return int(row[0])
+
+
+def wait_for(process: subprocess.Popen[str], ready: Any, what: str, log: Path, limit_s: float = 60) -> None:
+    """Poll until ``ready()``; fail (never hang) when the process ends first or nothing happens."""
+    deadline = time.monotonic() + limit_s
+    while not ready():
+        if process.poll() is not None:
+            pytest.fail(f"the run ended (exit {process.returncode}) before {what}:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {what} within {limit_s} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.005)

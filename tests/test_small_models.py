@@ -1,0 +1,101 @@
+"""Replies that fit their budget and structured answers a grammar-constrained small model can give."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from debate_engine import Context, compile_debate
+from debate_engine.app.evaluate import Evaluation
+from debate_engine.calls.schemas import schema_problems
+from debate_engine.nodes.moderate import next_speaker_schema
+from debate_engine.nodes.summarize import summary_schema
+from debate_engine.nodes.synthesize import judge_schema
+from debate_engine.nodes.views import HEADING_TOKENS, TOKENS_PER_WORD, reply_words
+from tests.support.openai_server import OpenAIServer
+
+BUDGETS = (96, 192, 1024, 4096)
+
+
+def sent(schema: Any) -> dict[str, Any]:
+    """The JSON schema as the tool definition carries it to the server."""
+    return convert_to_openai_tool(schema)["function"]["parameters"]
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_every_schema_the_engine_sends_has_every_property_required_and_every_array_and_string_bounded(
+    budget: int,
+) -> None:
+    for schema in (judge_schema(budget), summary_schema(budget), next_speaker_schema(("kiss", "security")),
+                   Evaluation):
+        assert schema_problems(sent(schema)) == [], schema.__name__
+
+
+def test_the_bounds_scale_with_the_budget() -> None:
+    small, large = sent(judge_schema(192)), sent(judge_schema(4096))
+    for field in ("description", "confidence_reasons"):
+        assert small["properties"][field]["maxLength"] < large["properties"][field]["maxLength"]
+    assert small["properties"]["key_decisions"]["maxItems"] <= large["properties"]["key_decisions"]["maxItems"]
+    assert sent(summary_schema(192))["properties"]["decisions"]["maxItems"] == 1
+
+
+def test_an_answer_beyond_its_bounds_is_clipped_and_clamped_on_read_and_says_so() -> None:
+    schema = judge_schema(192)
+    answer = schema.model_validate({
+        "description": "A token bucket per tenant. " * 40, "key_decisions": ["a", "b", "c", "d", "e", "f"],
+        "trade_offs": [], "recommendations": [], "open_risks": [], "cruxes": [], "confidence": 250,
+        "confidence_reasons": "x",
+    })
+    assert answer.confidence == 100 and len(answer.key_decisions) == 2  # type: ignore[attr-defined]
+    assert sorted(answer.clamped) == ["confidence", "description", "key_decisions"]
+    assert len(answer.description) <= sent(schema)["properties"]["description"]["maxLength"]  # type: ignore[attr-defined]
+
+
+def test_clamping_is_recorded_on_the_turn() -> None:
+    values = compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
+                                     context=Context(model="fake:words=80", agents="kiss", rounds=1,
+                                                     max_output_tokens=96))
+    synthesis = values["transcript"][-1]
+    assert synthesis["kind"] == "synthesis" and "description" in synthesis["clamped"]
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
+    with OpenAIServer(words=400) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-small")
+        yield srv
+
+
+def debate(budget: int, **context: Any) -> dict[str, Any]:
+    return compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
+                                   context=Context(model="openai:test-model", agents="kiss,security", rounds=1,
+                                                   max_output_tokens=budget, **context))
+
+
+@pytest.mark.parametrize("budget", (96, 192, 1024))
+def test_every_phase_prompt_names_a_length_that_fits_its_budget(server: OpenAIServer, budget: int) -> None:
+    debate(budget, summarize=False)
+    words = reply_words(budget)
+    assert words * TOKENS_PER_WORD + HEADING_TOKENS <= budget
+    prompts = server.prompts()
+    assert len(prompts) == 7  # 2 proposals, 2 critiques, 2 refinements, the synthesis
+    for prompt in prompts:
+        stated = re.findall(r"under (\d+) words", prompt)
+        assert stated == [str(words)], prompt[-300:]
+
+
+def test_a_cut_structured_reply_is_recorded_as_cut_and_retried_never_stored_as_complete(
+    server: OpenAIServer,
+) -> None:
+    server.cut_tools = True  # a tool call cut at max_tokens, reported as llama.cpp does: finish_reason "tool_calls"
+    values = debate(40, summarize=False)  # the judge's tool call (about 80 words) is cut at 40
+    judge = values["transcript"][-1]
+    cut = [a for a in judge["attempts"] if a["error"] == "cut at the output limit"]
+    assert cut and cut[0]["outcome"] == "unparsed"
+    assert judge["attempts"][-1]["outcome"] in ("ok", "cut")  # asked again in prose
+    assert values["solution"]["structured"] is False  # never stored as a complete structured answer
