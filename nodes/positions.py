@@ -29,11 +29,12 @@ def contribution_schema(max_output_tokens: int) -> type[Bounded]:
     """A debater's reply and the position it takes, sized to the reply's output budget."""
     return answer_schema(
         "Contribution", "Your reply, and the position it takes.",
-        reply=text_field("Your whole reply, as you would write it.", chars_for(max_output_tokens, 0.7, floor=200)),
-        position=text_field("Your position in one line.", 160),
-        reason=text_field("Why you hold it, in one sentence.", 200),
+        reply=text_field("Your whole reply, as you would write it.", chars_for(max_output_tokens, 0.4, floor=80)),
+        position=text_field("Your position in one line.", min(160, chars_for(max_output_tokens, 0.12, floor=24))),
+        reason=text_field("Why you hold it, in one sentence.", min(200, chars_for(max_output_tokens, 0.12, floor=24))),
         confidence=percent_field("How sure you are of your position."),
-        answer=text_field("The short answer when the problem has one (a number, a choice, a word), else empty.", 80),
+        answer=text_field("The short answer when the problem has one (a number, a choice, a word), else empty.",
+                          min(80, chars_for(max_output_tokens, 0.05, floor=12))),
     )
 
 

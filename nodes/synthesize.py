@@ -34,15 +34,16 @@ LISTS = {"key_decisions": "The main design decisions and why.",
 @lru_cache(maxsize=32)
 def judge_schema(max_output_tokens: int) -> type[Bounded]:
     """The judge's solution, every field required and sized so the whole answer fits its output budget."""
-    count = min(5, max(2, max_output_tokens // 160))
-    item = min(300, max(40, int(max_output_tokens * 0.45 * CHARS_PER_TOKEN / (len(LISTS) * count))))
+    count = min(5, max(1, max_output_tokens // 160))
+    item = min(300, max(16, int(max_output_tokens * 0.4 * CHARS_PER_TOKEN / (len(LISTS) * count))))
     return answer_schema(
         "JudgeSolution", "The judge's synthesized solution.",
-        description=text_field("The solution, complete enough to build from.", chars_for(max_output_tokens, 0.35)),
+        description=text_field("The solution, complete enough to build from.",
+                               chars_for(max_output_tokens, 0.25, floor=24)),
         **{name: list_field(what, count, item) for name, what in LISTS.items()},
         confidence=percent_field("Confidence in the solution."),
         confidence_reasons=text_field("Why this confidence: what supports it, what undermines it.",
-                                      chars_for(max_output_tokens, 0.08)),
+                                      chars_for(max_output_tokens, 0.08, floor=16)),
     )
 
 
