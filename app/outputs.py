@@ -84,6 +84,7 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     Everything is redacted on the way out too: a debate stored by an older
     version, or a model that repeats a secret, must not put it on screen or disk.
     """
+    from debate_engine.app.verdict_report import verdict_line
     from debate_engine.nodes.synthesize import render_solution
     from debate_engine.providers.secrets import redact
 
@@ -96,6 +97,9 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     solution = values.get("solution")
     if solution:
         print(redact(render_solution(solution)))
+        line = verdict_line(values)
+        if line and not getattr(args, "quiet", False):
+            print(redact(line), file=sys.stderr)
     elif not getattr(args, "quiet", False):
         print("the debate has not finished; continue it with `debate resume`", file=sys.stderr)
     if failed:

@@ -126,7 +126,7 @@ def test_an_interrupted_and_resumed_debate_gives_the_server_s_counts_everywhere(
     assert spent_lines(second.getvalue())[-1] == (calls, tokens)
     summaries = sum(s["usage"]["input_tokens"] + s["usage"]["output_tokens"] for s in values["summary_log"])
     assert call_lines(first.getvalue() + second.getvalue()) + summaries == tokens, "each call line is exact"
-    final = second.getvalue().rsplit(CLEAR, 1)[-1].strip()
+    final = second.getvalue().rsplit(CLEAR, 1)[-1].strip().splitlines()[-1]
     assert re.fullmatch(rf"took [\d.]+ s \(and 1 h 00 min stopped\): {calls} model calls, {tokens} tokens .*", final)
     assert int(done["tokens"]) == tokens
     spend = values["spend"]["total"]

@@ -142,3 +142,19 @@ def test_without_the_full_history_the_judge_sees_the_final_round_only(server: Op
     assert values["settings"]["judge_history"] == "final_round"
     assert "FINAL-kiss-2: the design." in judge_prompt and "FINAL-kiss-1" not in judge_prompt
     assert not any(t["content"] in judge_prompt for t in values["transcript"] if t["kind"] == "critique")
+
+
+def test_the_final_lines_and_show_print_the_verdict(server: OpenAIServer, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from debate_engine.app.cli import main
+
+    server.tool_args = Script({"kiss": ["7"], "security": ["7"], "testing": ["8"]})
+    path = tmp_path / "debate.json"
+    path.write_text(json.dumps({"debate": {"rounds": 1, "synthesisMethod": "voting"}}))
+    db = str(tmp_path / "d.sqlite")
+    argv = ["run", "--model", "openai:test-model", "--agents", "kiss,security,testing", "--config", str(path),
+            "--db", db, "--thread-id", "v", "--no-summary", "What is 6 + 1?"]
+    assert main(argv) == 0
+    assert "verdict (voting): 2 of 3 agents agree, 1 dissent" in capsys.readouterr().err
+    assert main(["show", "v", "--db", db]) == 0
+    assert "verdict (voting): 2 of 3 agents agree, 1 dissent" in capsys.readouterr().err

@@ -8,6 +8,7 @@ from typing import Any
 
 from debate_engine.app.errors import UserError
 from debate_engine.app.outputs import THREAD_HELP, add_db, add_outputs, check_outputs, db_of, finish, where
+from debate_engine.app.verdict_report import verdict_line
 
 
 def register(sub: Any) -> None:
@@ -37,4 +38,7 @@ def main(args: argparse.Namespace) -> int:
     check_outputs(args)
     values = run_until_signal(stored_values(args))
     print(redact(f"thread {args.thread}: {where(values.get('status'))}"), file=sys.stderr)
+    line = verdict_line(values)
+    if line:
+        print(redact(line), file=sys.stderr)
     return finish(values, args)
