@@ -21,7 +21,7 @@ from typing import Any
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from debate_engine.calls import CallFailed, Request, aask, add_usage
+from debate_engine.calls import CallFailed, Request, aask
 from debate_engine.config.file import AgentEntry, ConfigError, load_config
 from debate_engine.memory import (
     JUDGE_ID,
@@ -32,6 +32,7 @@ from debate_engine.memory import (
     make_budget,
     truncate_to_tokens,
 )
+from debate_engine.memory.summarizer import total_usage
 from debate_engine.nodes.views import DEBATER_KINDS
 from debate_engine.prompts import load_prompt, read_prompt_file, render
 from debate_engine.providers.factory import (
@@ -241,10 +242,7 @@ async def evaluate_one(evaluator: Evaluator, prompt: tuple[str, str, int], run: 
     except CallFailed as exc:
         record.update(error=str(exc), attempts=exc.attempts)
         return record
-    usage = None
-    for attempt in answer.attempts:
-        usage = add_usage(usage, attempt["usage"])
-    record.update(model=answer.model, usage=usage, latency_ms=answer.latency_ms, truncated=answer.truncated,
+    record.update(model=answer.model, usage=total_usage(answer.attempts), latency_ms=answer.latency_ms, truncated=answer.truncated,
                   attempts=answer.attempts)
     if answer.parsed is not None:
         data = answer.parsed

@@ -200,6 +200,13 @@ class _Clock:
         return self.timeout_s - (time.monotonic() - self.started.setdefault(spec, time.monotonic()))
 
 
+def _provider_failure(exc: Exception) -> Exception:
+    """A failed request the policy may route around (to the next model); any other error is a bug, raised."""
+    if not is_provider_error(exc):
+        raise exc
+    return exc
+
+
 def _timeout(request: Request) -> TimeoutError:
     return TimeoutError(f"no answer within {request.timeout_s:g} s (the model's deadline)")
 
@@ -232,9 +239,7 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         except FutureTimeout:
             out = _timeout(request)
         except Exception as exc:
-            if not is_provider_error(exc):
-                raise
-            out = exc
+            out = _provider_failure(exc)
         finally:
             pool.shutdown(wait=False)
         return _result(request, spec, structured, out, started)
@@ -266,7 +271,5 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         except TimeoutError:
             out = _timeout(request)
         except Exception as exc:
-            if not is_provider_error(exc):
-                raise
-            out = exc
+            out = _provider_failure(exc)
         return _result(request, spec, structured, out, started)

@@ -24,14 +24,3 @@ def counted_usage(prompt: str, reply: str) -> Usage:
     """Our own count of a call the provider reported no usage for (so that it is charged, not free)."""
     i, o = count_tokens(prompt), count_tokens(reply)
     return Usage(input_tokens=i, output_tokens=o, total_tokens=i + o)
-
-
-def add_usage(total: Usage | None, used: Usage | None) -> Usage | None:
-    """The sum of two usages (None counts as nothing)."""
-    if not used:
-        return total
-    if not total:
-        return used
-    return Usage(input_tokens=total["input_tokens"] + used["input_tokens"],
-                 output_tokens=total["output_tokens"] + used["output_tokens"],
-                 total_tokens=total["total_tokens"] + used["total_tokens"])
