@@ -206,7 +206,9 @@ def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str
     from debate_engine.nodes.synthesize import render_solution
 
     total = make_budget(evaluator.context_window, evaluator.max_output_tokens).total
-    template, system = load_prompt("phases/evaluate"), evaluator.system_prompt
+    template = render(load_prompt("phases/evaluate"), rubric=load_prompt("phases/rubric"), problem="{problem}",
+                      clarifications="{clarifications}", debate="{debate}", solution="{solution}")
+    system = evaluator.system_prompt
     fixed = count_messages(system, render(template, problem="", clarifications="", debate="", solution=""))
     room = total - fixed - schema_tokens() - 16
     if room < MIN_MATERIAL:

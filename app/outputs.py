@@ -109,6 +109,7 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
 
 def _documents(values: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str, Callable[[], str]]]:
     """The outputs asked for: flag, file, and how to render its text."""
+    from debate_engine.app.positions_chart import report_files
     from debate_engine.app.report import export_state, render_report
     from debate_engine.nodes.synthesize import render_solution
 
@@ -122,7 +123,8 @@ def _documents(values: dict[str, Any], args: argparse.Namespace) -> list[tuple[s
     elif output:
         found.append(("output", output, lambda: json.dumps(export_state(values), indent=2, ensure_ascii=False)))
     if getattr(args, "report", None):
-        found.append(("report", args.report, lambda: render_report(values)))
+        found += [("report", path, text) for path, text in report_files(values, args.report,
+                                                                       lambda: render_report(values))]
     return found
 
 

@@ -53,16 +53,18 @@ def planned_calls(settings: dict[str, Any]) -> int:
 
 
 def summary_line(values: dict[str, Any]) -> str:
-    """The whole debate's figures, from its state: time running (and stopped, after a resume), calls, tokens.
+    """The whole debate's figures, from its state: time running (and stopped, after a resume), calls, tokens,
+    and the prompt cache's tokens and saving when the provider reported any.
 
     The same figures as the report's, however many runs the debate took.
     """
-    from debate_engine.app.figures import duration, totals
+    from debate_engine.app.figures import cache_phrase, duration, totals
 
     t = totals(values)
     stopped = f" (and {duration(t['stopped_s'])} stopped)" if t["stopped_s"] >= 1 else ""
+    cache = cache_phrase(t)
     return (f"took {duration(t['running_s'])}{stopped}: {counted(t['calls'], 'model call')}, {t['tokens']} tokens "
-            f"({t['prompt_tokens']} prompt + {t['completion_tokens']} completion)")
+            f"({t['prompt_tokens']} prompt + {t['completion_tokens']} completion)" + (f"; {cache}" if cache else ""))
 
 
 class Progress:
@@ -137,7 +139,8 @@ class Progress:
         elif kind == "spend":  # a step has been charged: the state's own figures replace the running count
             self.calls, self.tokens = event["calls"], event["tokens"]
             self.total = max(self.total, self.calls)
-        elif kind == "budget_stop" or (kind == "moderation" and event.get("converged")):
+        elif kind in ("budget_stop", "converged", "quality_reached") or (kind == "moderation"
+                                                                          and event.get("converged")):
             self.total = self.calls + 1  # the judge's synthesis is all that is left
 
     def _contribution(self, event: dict[str, Any]) -> None:
@@ -145,7 +148,7 @@ class Progress:
         requests, prompt, completion = _spent(event)
         self.calls += requests
         self.tokens += prompt + completion
-        self.total += (event.get("kind") == "clarification") + max(0, requests - 1)
+        self.total += (event.get("kind") in ("clarification", "assessment")) + max(0, requests - 1)
         if event.get("kind") == "moderation" and not self.moderated:
             self.moderated = True  # debate_started does not say the order: the first choice does
             self.total += self.rounds

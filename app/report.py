@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from debate_engine.app.figures import duration, figures, latency
+from debate_engine.app.figures import cache_phrase, duration, figures, latency
 from debate_engine.app.verdict_report import positions_section, verdict_section
 from debate_engine.app.words import counted
 from debate_engine.memory.facets import registry_digest
@@ -36,6 +36,8 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
         "moderation": values.get("moderation"),
         "facets": values.get("facets") or {},
         "stop_reason": values.get("stop_reason"),
+        "assessments": values.get("assessments") or [],
+        "forked_from": values.get("forked_from"),
     }
 
 
@@ -182,6 +184,8 @@ def _figures(values: dict[str, Any]) -> list[str]:
          + f"{counted(f['summary_calls'], 'summary call')})"),
         ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),
+        ("cost", f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"),
+        ("cached prompt tokens", cache_phrase(f) or "0 (the provider reported none)"),
         ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),
         ("retries", f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "
                     "at the output limit asked again)"),

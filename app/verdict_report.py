@@ -53,6 +53,8 @@ def verdict_section(values: dict[str, Any]) -> list[str]:
     if values.get("stopped"):
         lines.append(f"- stopped early: {values['stopped']}" + (f" in round {stop['round']}: {stop['reason']}"
                                                                  if stop else ""))
+    checked = checks_line(values)
+    lines += [checked] if checked else []
     for dissent in verdict.get("dissent", []):
         lines += ["", f"**Dissent: {dissent['agent']}**: {dissent['position']}", "", f"> {dissent['reason']}"]
     if verdict.get("cruxes"):
@@ -70,5 +72,17 @@ def verdict_line(values: dict[str, Any]) -> str | None:
     line += f"{len(verdict['agreement'])} of {total} agents agree" if total else "no positions stated"
     line += f", {len(verdict['dissent'])} dissent" if verdict["dissent"] else ""
     if values.get("stopped"):
-        line += f"; stopped early: {values['stopped']}"
+        stop = values.get("stop_reason") or {}
+        line += f"; stopped early: {values['stopped']}" + (f" in round {stop['round']}" if "round" in stop else "")
     return line
+
+
+def checks_line(values: dict[str, Any]) -> str | None:
+    """The judge's check of each round under a ``quality`` or ``convergence`` stop rule, in one line."""
+    checks = values.get("assessments") or []
+    if not checks:
+        return None
+    said = [f"round {c['round']}: " + (f"{c.get('score')} ({c.get('best')})" if c["rule"] == "quality"
+                                       else ("converged" if c.get("converged") else "not converged"))
+            for c in checks]
+    return f"- the judge's check after each round ({checks[0]['rule']}): " + "; ".join(said)

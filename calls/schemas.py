@@ -24,6 +24,8 @@ CHARS_PER_TOKEN = 3
 """Characters of JSON-wrapped text one output token holds, conservatively (English averages about 4)."""
 PERCENTS: list[Any] = list(range(0, 101, 10))
 """The confidence a schema offers: steps of 10, which a grammar can enforce as an enum."""
+SCORES: list[Any] = list(range(1, 11))
+"""A rubric score: 1 to 10, the anchors of ``prompts/phases/rubric.md``."""
 
 
 def chars_for(max_output_tokens: int, share: float, floor: int = 40) -> int:
@@ -46,6 +48,11 @@ def list_field(description: str, count: int, chars: int) -> tuple[Any, FieldInfo
 def percent_field(description: str) -> tuple[Any, FieldInfo]:
     """A required 0-100 number offered in steps of 10."""
     return int, Field(description=f"{description} 0 to 100.", json_schema_extra={"enum": PERCENTS})
+
+
+def score_field(description: str) -> tuple[Any, FieldInfo]:
+    """A required 1-10 rubric score, as an enum (clamped on reading when a model strays)."""
+    return int, Field(description=f"{description} 1 to 10.", ge=1, le=10, json_schema_extra={"enum": SCORES})
 
 
 def choice_field(description: str, choices: list[str]) -> tuple[Any, FieldInfo]:
@@ -84,8 +91,8 @@ def _fit_value(field: FieldInfo | None, name: str, value: Any, clamped: list[str
     elif "maxItems" in extra and isinstance(value, list):
         limit = int(dict(extra.get("items") or {}).get("maxLength", 10**6))
         fitted = [_clip(str(v), limit) if len(str(v)) > limit else v for v in value[: int(extra["maxItems"])]]
-    elif extra.get("enum") == PERCENTS and isinstance(value, int | float) and not isinstance(value, bool):
-        fitted = min(100, max(0, int(value)))
+    elif extra.get("enum") in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
+        fitted = min(extra["enum"][-1], max(extra["enum"][0], int(value)))
     if fitted != value:
         clamped.append(name)
     return fitted

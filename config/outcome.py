@@ -11,15 +11,20 @@ from typing import Any
 from debate_engine.config.context import Context
 from debate_engine.config.file import DebateSection
 
-STOP_RULES = ("fixed", "convergence")
+STOP_RULES = ("fixed", "convergence", "quality")
+SCORE_RANGE = (1, 10)
+"""The rubric's scale: a ``quality`` threshold outside it could never, or would always, stop the debate."""
 SYNTHESIS_METHODS = ("judge", "voting", "merge")
 
 
 def stop_rule(context: Context, debate: DebateSection) -> dict[str, Any]:
-    """``{"type", "min_round"}``: the context's rule, else the config's, else ``fixed``."""
+    """``{"type", "min_round", "threshold"}``: the context's rule, else the config's, else ``fixed``."""
     condition = debate.termination_condition
     kind = context.stop_rule or (condition.type if condition else "fixed")
-    return {"type": kind, "min_round": condition.min_round if condition else 2}
+    rule: dict[str, Any] = {"type": kind, "min_round": condition.min_round if condition else 2}
+    if kind == "quality" and condition and condition.threshold is not None:
+        rule["threshold"] = condition.threshold
+    return rule
 
 
 def outcome_problems(context: Context, debate: DebateSection) -> list[str]:
@@ -28,11 +33,12 @@ def outcome_problems(context: Context, debate: DebateSection) -> list[str]:
     condition = debate.termination_condition
     if context.stop_rule and context.stop_rule not in STOP_RULES:
         problems.append(f"stop_rule: {context.stop_rule!r} is not a stop rule; use one of {', '.join(STOP_RULES)}")
-    if condition and condition.type == "quality":
-        problems.append("debate.terminationCondition.type: 'quality' (stop at a judged score) is not supported; use "
-                        "'fixed' or 'convergence'")
-    if condition and condition.threshold is not None and condition.type != "quality":
+    threshold = condition.threshold if condition else None
+    if threshold is not None and condition and condition.type != "quality":
         problems.append("debate.terminationCondition.threshold: applies to 'quality' only; remove it")
+    elif threshold is not None and not SCORE_RANGE[0] <= threshold <= SCORE_RANGE[1]:
+        problems.append(f"debate.terminationCondition.threshold: {threshold} is off the rubric's 1-10 scale; use a "
+                        "score from 1 to 10 (8 is 'strong')")
     if context.synthesis_method and context.synthesis_method not in SYNTHESIS_METHODS:
         problems.append(f"synthesis_method: {context.synthesis_method!r} is not a method; use one of "
                         f"{', '.join(SYNTHESIS_METHODS)}")

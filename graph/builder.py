@@ -1,7 +1,8 @@
 """The debate graph, assembled in one place, top to bottom like the debate itself.
 
 setup -> [clarify] -> propose -> critique -> refine -> critique -> refine ... -> synthesize,
-with a conditional ``summarize`` before any phase whose speakers' memory is due.
+with a conditional ``summarize`` before any phase whose speakers' memory is due, and a conditional ``assess``
+(the judge's check of the round) after a refinement when the stop rule is ``convergence`` or ``quality``.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.graph.state import ConversationState, InputState, OutputState
-from debate_engine.nodes import clarify, critique, propose, refine, setup, summarize_node, synthesize
-from debate_engine.nodes.routes import after_setup, after_summarize, route
+from debate_engine.nodes import assess, clarify, critique, propose, refine, setup, summarize_node, synthesize
+from debate_engine.nodes.routes import after_refine, after_setup, after_summarize, route
 
 RECURSION_LIMIT = 100_000
 """Steps a run may take: a 10,000-round debate with a summary before every phase fits."""
@@ -31,6 +32,7 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     builder.add_node("propose", propose, input_schema=ConversationState)
     builder.add_node("critique", critique, input_schema=ConversationState)
     builder.add_node("refine", refine, input_schema=ConversationState)
+    builder.add_node("assess", assess, input_schema=ConversationState)
     builder.add_node("synthesize", synthesize, input_schema=ConversationState)
 
     # Where each node may lead: a summary when one is due; the judge early when the spend cap stops the debate.
@@ -40,7 +42,8 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     builder.add_conditional_edges("summarize", after_summarize, ["propose", "critique", "refine", "synthesize"])
     builder.add_conditional_edges("propose", route, ["summarize", "critique", "refine", "synthesize"])
     builder.add_conditional_edges("critique", route, ["summarize", "refine", "synthesize"])
-    builder.add_conditional_edges("refine", route, ["summarize", "critique", "refine", "synthesize"])
+    builder.add_conditional_edges("refine", after_refine, ["assess", "summarize", "critique", "refine", "synthesize"])
+    builder.add_conditional_edges("assess", route, ["summarize", "critique", "refine", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder
 

@@ -100,9 +100,13 @@ class Status(TypedDict):
     summaries: int
     tokens: int
     cost: float
-    """US dollars spent so far."""
+    """US dollars spent so far, as billed (cached prompt tokens at the cache prices)."""
     started_at: float
     updated_at: float
+    cached_tokens: NotRequired[int]
+    """Prompt tokens the provider read from its cache so far; absent in older checkpoints: 0."""
+    saved: NotRequired[float]
+    """Dollars the provider's cache saved so far; absent: 0."""
 
 
 class InputState(TypedDict):
@@ -127,6 +131,7 @@ class OutputState(TypedDict):
     spend: Spend
     stopped: str | None
     stop_reason: NotRequired[dict[str, Any] | None]
+    assessments: NotRequired[list[dict[str, Any]]]
 
 
 class Moderation(TypedDict):
@@ -136,6 +141,17 @@ class Moderation(TypedDict):
     speaker: str
     reason: str
     converged: bool
+
+
+class ForkOrigin(TypedDict):
+    """Where a forked debate comes from: ``debate list`` shows it, and the original stays untouched."""
+
+    thread: str
+    """The original debate's thread."""
+    round: int
+    """The round (the turn, in the roundtable) at whose end the fork was taken."""
+    checkpoint: str
+    """The id of the original's checkpoint the fork's first state was copied from."""
 
 
 class ConversationState(TypedDict):
@@ -169,6 +185,9 @@ class ConversationState(TypedDict):
     """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
     stop_reason: NotRequired[dict[str, Any] | None]
     """Why and when the debate stopped early: ``{"round", "reason"}`` (convergence, budget, time)."""
+    assessments: Annotated[list[dict[str, Any]], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
+    """The judge's check after each round under a ``convergence`` or ``quality`` stop rule: ``{"round", "rule",
+    "model", "reason", "stop"}`` with ``converged``, or ``best``, ``score`` and ``threshold``."""
     round_clock: dict[str, Any] | None
     """The running time of the current round: ``{"round": n, "elapsed_s": s}`` (``timeoutPerRound``); time
     stopped between a Ctrl-C and its resume does not count."""
@@ -181,3 +200,6 @@ class ConversationState(TypedDict):
     facets: Annotated[dict[str, dict[str, FacetEntry]], DeltaChannel(merge_registry, dict,
                                                                          snapshot_frequency=SNAPSHOT_EVERY)]
     """Every facet any summary recorded, by facet name and item: never dropped, whatever later summaries keep."""
+    forked_from: NotRequired[ForkOrigin | None]
+    """Set on a fork (``debate fork``, or any copy of a past checkpoint made so): where its history came from.
+    It lives in state, not in run metadata, so the fork names its origin in every later checkpoint."""

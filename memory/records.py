@@ -20,17 +20,24 @@ from typing_extensions import TypedDict
 from debate_engine.memory.tokens import count_tokens
 
 TurnKind = Literal[
-    "briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message", "moderation"
+    "briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message", "moderation",
+    "assessment",
 ]
-"""Kinds of contribution; a moderation (the roundtable moderator's choice) is a call, never a transcript turn."""
+"""Kinds of contribution; a moderation (the roundtable moderator's choice) and an assessment (the judge's check
+after a round) are calls, never transcript turns."""
 
 
 class Usage(TypedDict):
     """Token usage reported by the provider (or counted, when it reports none)."""
 
     input_tokens: int
+    """Every prompt token, the cached ones included (as OpenAI and langchain count them)."""
     output_tokens: int
     total_tokens: int
+    cache_read_tokens: NotRequired[int]
+    """Prompt tokens the provider read from its prompt cache, billed at its cache price; absent: none."""
+    cache_write_tokens: NotRequired[int]
+    """Prompt tokens the provider wrote to its cache (Anthropic bills them above the input price); absent: none."""
 
 
 class TurnView(TypedDict):

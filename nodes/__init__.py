@@ -1,5 +1,6 @@
 """One module per debate phase; each node plans its calls, runs them as tasks and applies the replies."""
 
+from debate_engine.nodes.assess import assess
 from debate_engine.nodes.clarify import clarify
 from debate_engine.nodes.critique import critique
 from debate_engine.nodes.moderate import moderate
@@ -13,6 +14,7 @@ from debate_engine.nodes.turn import turn
 __all__ = [
     "JudgeSolution",
     "SummarizationAborted",
+    "assess",
     "clarify",
     "critique",
     "moderate",

@@ -12,10 +12,12 @@ from __future__ import annotations
 from typing import Literal
 
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.assess import due as assessment_due
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.summarize import due
 
-Next = Literal["clarify", "summarize", "propose", "critique", "refine", "turn", "moderate", "synthesize", "__end__"]
+Next = Literal["clarify", "summarize", "propose", "critique", "refine", "assess", "turn", "moderate", "synthesize",
+               "__end__"]
 
 
 def route(state: ConversationState) -> Next:
@@ -32,6 +34,11 @@ def after_setup(state: ConversationState) -> Next:
     if settings.get("clarify") and settings.get("max_questions", 0) > 0:
         return "clarify"
     return route(state)
+
+
+def after_refine(state: ConversationState) -> Next:
+    """The judge's check of the round when the stop rule asks for one, else the next phase."""
+    return "assess" if assessment_due(state) else route(state)
 
 
 def after_summarize(state: ConversationState) -> Next:

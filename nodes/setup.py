@@ -43,9 +43,11 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
         "spend": empty_spend(),
         "stopped": None,
         "stop_reason": None,
+        "assessments": Overwrite([]),
         "round_clock": None,
         "turn_count": 0,
         "current_speaker": None,
         "moderation": None,
         "facets": Overwrite({}),
+        "forked_from": None,  # a new debate on a fork's thread is a debate of its own
     }

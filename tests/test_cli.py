@@ -40,7 +40,8 @@ def test_run_writes_the_whole_debate_as_json(tmp_path: Path, capsys: pytest.Capt
     captured = capsys.readouterr()
     state = json.loads(out.read_text())
     assert set(state) == {"problem", "settings", "agents", "judge", "status", "transcript", "summary_log", "solution",
-                          "spend", "stopped", "moderation", "facets", "stop_reason"}
+                          "spend", "stopped", "moderation", "facets", "stop_reason", "assessments",
+                          "forked_from"}
     assert state["problem"] == "Design a rate limiter"
     per_round = Counter((t["round"], t["kind"]) for t in state["transcript"])
     assert per_round == Counter({(1, "proposal"): 3, (1, "critique"): 6, (1, "refinement"): 3,
@@ -110,9 +111,10 @@ def test_list_show_and_report_a_finished_debate(tmp_path: Path, capsys: pytest.C
     db = tmp_path / "d.sqlite"
     assert main(quick(db)) == 0
     rows, _ = listing(db, capsys)
-    assert rows[0] == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem"]
+    assert rows[0] == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem", "forked from"]
     assert len(rows) == 2
-    thread, updated, status, round_, phase, turns, tokens, cost, problem = rows[1]
+    thread, updated, status, round_, phase, turns, tokens, cost, problem, forked = rows[1]
+    assert forked == "-"
     assert int(tokens) > 0 and cost == "$0.0000"
     assert (thread, status, round_, phase, turns, problem) == ("one", "done", "1/1", "done", "7", "First problem")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", updated)

@@ -273,7 +273,7 @@ def test_every_evaluator_prompt_fits_its_budget(long_debate: dict[str, Any], win
         system, user, used = build_prompt(long_debate, evaluator)
     except BudgetError as exc:
         assert "leaves" in str(exc)
-        rubric = count_tokens(load_prompt("phases/evaluate"))
+        rubric = count_tokens(load_prompt("phases/evaluate")) + count_tokens(load_prompt("phases/rubric"))
         assert window - reserve < rubric + schema_tokens() + 200 + 64, "refused a window that had room"
         return
     assert used == count_messages(system, user) + schema_tokens() <= window - reserve

@@ -73,7 +73,7 @@ def list_rows(db: Path) -> dict[str, list[str]]:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split("\t") == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost",
-                                     "problem"]
+                                     "problem", "forked from"]
     return {cells[0]: cells for cells in (line.split("\t") for line in lines[1:])}
 
 
@@ -120,11 +120,11 @@ def test_sigint_mid_critique_exits_130_lists_interrupted_and_resumes_to_the_same
 
     row = list_rows(db)["k"]
     # status is the last finished phase: propose of round 1 of 2, three turns
-    assert row[2:6] + row[8:] == ["interrupted", "1/2", "propose", "3", "p"]
+    assert row[2:6] + row[8:] == ["interrupted", "1/2", "propose", "3", "p", "-"]
     assert int(row[6]) > 0 and row[7] == "$0.0000"  # the spend so far: the fake model is free
 
     resume_and_check(db, tmp_path / "out.json", reference(SLOW))
-    assert list_rows(db)["k"][2:6] + list_rows(db)["k"][8:] == ["done", "2/2", "done", "22", "p"]
+    assert list_rows(db)["k"][2:6] + list_rows(db)["k"][8:] == ["done", "2/2", "done", "22", "p", "-"]
 
 
 # --------------------------------------------------------------------------- 2. SIGTERM and SIGKILL

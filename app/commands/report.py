@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.errors import EXIT_OK, UserError
+from debate_engine.app.errors import EXIT_OK, OutputFailed, UserError
 from debate_engine.app.outputs import add_db, check_outputs
 
 
@@ -61,14 +61,19 @@ def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.positions_chart import report_files
     from debate_engine.app.report import render_report
     from debate_engine.providers.secrets import redact
 
     check_outputs(args)
     values, _ = debate_of(args)
-    text = redact(render_report(values))
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
+    if not args.output:
+        sys.stdout.write(redact(render_report(values)))
+        return EXIT_OK
+    for path, text in report_files(values, args.output, lambda: render_report(values)):
+        try:
+            Path(path).write_text(redact(text()), encoding="utf-8")
+        except OSError as exc:  # the folder was checked first; the disk may have filled since
+            raise OutputFailed(f"cannot write {path} ({exc.strerror or exc}); the debate is unchanged: write "
+                               "the report elsewhere with --output FILE") from None
     return EXIT_OK
