@@ -4,7 +4,8 @@ The projection runs the debate's own arithmetic (phases, views, budgets,
 summary triggers) on the offline ``fake`` model, in memory, with no provider
 call. A fake-model debate projects itself exactly; for a real model each
 reply is assumed to use ``REPLY_SHARE`` of its output allowance. Tokens are
-then priced with each agent's real model.
+then priced with each agent's real model, every prompt token at the input
+price: the share a provider will serve from its prompt cache is not guessed.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
     cap = settings["cap"]
     fits = (cap["max_tokens"] is None or tokens <= cap["max_tokens"]) and (
         cap["max_cost"] is None or sum(dollars.values()) <= cap["max_cost"])
+    cache_priced = sorted((spec, p["cache_read"], p["input"]) for spec, p in settings["prices"].items()
+                          if p.get("cache_read", p["input"]) < p["input"])
     return {"tokens": tokens, "cost": sum(dollars.values()), "by_phase": spend["by_phase"],
             "by_agent": spend["by_agent"], "cost_by_agent": dollars, "cap": cap, "fits": fits,
-            "calls": spend["total"]["calls"]}
+            "calls": spend["total"]["calls"], "cache_priced": cache_priced}
 
 
 def _all_fake(profiles: dict[str, Any]) -> bool:
@@ -59,6 +62,10 @@ def render_estimate(found: dict[str, Any]) -> str:
     for phase, t in sorted(found["by_phase"].items()):
         lines.append(f"{phase}\t{t['calls']}\t{t['input_tokens']}\t{t['output_tokens']}")
     lines.append(f"total\t{found['calls']}\t{found['tokens']} tokens\t${found['cost']:.4f}")
+    if found.get("cache_priced"):  # what share a provider caches is its own: no share is guessed
+        rates = ", ".join(f"{spec} ${read:g} instead of ${full:g}" for spec, read, full in found["cache_priced"])
+        lines.append("cached prompt tokens: not projected, the cost above is at the full input price; the spend "
+                     f"and the cap bill those the provider reports cached at the cache price per million ({rates})")
     cap = found["cap"]
     if cap["max_tokens"] is not None or cap["max_cost"] is not None:
         limit = ", ".join(f"{k} {v}" for k, v in cap.items() if v is not None)

@@ -130,10 +130,26 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
         "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
         "extra_summary_calls": sum(max(r.get("calls", 1) - 1, 0) for r in ok),
         "failed_requests": sum(1 for a in attempts if not a.get("usage")),
-        "cost": ((values.get("spend") or {}).get("total") or {}).get("cost", 0.0),
+        **billed(values),
         "cut": [t["id"] for t in values.get("transcript", []) if t.get("truncated")],
         "by_agent": by_agent, "by_phase": by_phase,
     }
+
+
+def billed(values: dict[str, Any]) -> dict[str, Any]:
+    """Dollars as billed, and the provider's prompt cache: tokens read and written, dollars saved (the spend's)."""
+    spent = (values.get("spend") or {}).get("total") or {}
+    return {"cost": spent.get("cost", 0.0), "cached_tokens": spent.get("cache_read_tokens", 0),
+            "cache_write_tokens": spent.get("cache_write_tokens", 0), "saved": spent.get("saved", 0.0)}
+
+
+def cache_phrase(found: dict[str, Any]) -> str:
+    """The prompt cache's figures in words ("" when the provider reported none)."""
+    if not found["cached_tokens"] and not found["cache_write_tokens"]:
+        return ""
+    written = f", {found['cache_write_tokens']} written" if found["cache_write_tokens"] else ""
+    return f"{found['cached_tokens']} prompt tokens cached{written}: ${found['cost']:.4f} billed, " \
+           f"${found['saved']:.4f} saved"
 
 
 def totals(values: dict[str, Any]) -> dict[str, Any]:
@@ -142,6 +158,8 @@ def totals(values: dict[str, Any]) -> dict[str, Any]:
     t = f["total"]
     return {"calls": t["calls"], "prompt_tokens": t["prompt"], "completion_tokens": t["completion"],
             "tokens": t["prompt"] + t["completion"], "cost": round(f["cost"], 6), "summary_calls": f["summary_calls"],
+            "cached_tokens": f["cached_tokens"], "cache_write_tokens": f["cache_write_tokens"],
+            "saved": round(f["saved"], 6),
             "running_s": round(f["running_s"], 3), "stopped_s": round(f["stopped_s"], 3)}
 
 

@@ -8,6 +8,7 @@ arithmetic over records, so config resolution and the nodes share it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NotRequired
 
 from typing_extensions import TypedDict
 
@@ -34,8 +35,17 @@ class Tally(TypedDict):
 
     calls: int
     input_tokens: int
+    """Every prompt token, the cached ones included."""
     output_tokens: int
     cost: float
+    """US dollars as the provider bills them: cached prompt tokens at the cache prices."""
+    cache_read_tokens: NotRequired[int]
+    """Prompt tokens read from the provider's cache; absent (a checkpoint from before they were counted): 0."""
+    cache_write_tokens: NotRequired[int]
+    """Prompt tokens written to the provider's cache; absent: 0."""
+    saved: NotRequired[float]
+    """Dollars the cache saved against every prompt token at the input price (negative when its writes cost more
+    than they saved); absent: 0."""
 
 
 class Spend(TypedDict):
@@ -55,28 +65,43 @@ Reserve = tuple[str | Sequence[str], int, int]
 
 
 def empty_tally() -> Tally:
-    return Tally(calls=0, input_tokens=0, output_tokens=0, cost=0.0)
+    return Tally(calls=0, input_tokens=0, output_tokens=0, cost=0.0, cache_read_tokens=0, cache_write_tokens=0,
+                 saved=0.0)
 
 
 def empty_spend() -> Spend:
     return Spend(total=empty_tally(), by_agent={}, by_phase={})
 
 
-def _add(tally: Tally | None, input_tokens: int, output_tokens: int, dollars: float) -> Tally:
+def bill(price: Price, usage: Usage) -> tuple[float, float]:
+    """Dollars one call is billed (cached prompt tokens at the cache prices), and what the cache saved on it."""
+    read, write = usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)
+    billed = cost(price, usage["input_tokens"], usage["output_tokens"], read, write)
+    return billed, cost(price, usage["input_tokens"], usage["output_tokens"]) - billed
+
+
+def _add(tally: Tally | None, usage: Usage, dollars: float, saved: float) -> Tally:
     base = tally or empty_tally()
-    return Tally(calls=base["calls"] + 1, input_tokens=base["input_tokens"] + input_tokens,
-                 output_tokens=base["output_tokens"] + output_tokens, cost=base["cost"] + dollars)
+    return Tally(calls=base["calls"] + 1, input_tokens=base["input_tokens"] + usage["input_tokens"],
+                 output_tokens=base["output_tokens"] + usage["output_tokens"], cost=base["cost"] + dollars,
+                 cache_read_tokens=cached(base) + usage.get("cache_read_tokens", 0),
+                 cache_write_tokens=base.get("cache_write_tokens", 0) + usage.get("cache_write_tokens", 0),
+                 saved=base.get("saved", 0.0) + saved)
+
+
+def cached(tally: Tally) -> int:
+    """Prompt tokens read from the provider's cache (0 for a tally from before they were counted)."""
+    return tally.get("cache_read_tokens", 0)
 
 
 def charge(spend: Spend, charges: Iterable[tuple[str, str, str, Usage]], prices: dict[str, Price]) -> Spend:
-    """Add calls' usage: ``(agent_id, phase, model spec, usage)`` each."""
+    """Add calls' usage, as billed: ``(agent_id, phase, model spec, usage)`` each."""
     out = Spend(total=spend["total"], by_agent=dict(spend["by_agent"]), by_phase=dict(spend["by_phase"]))
     for agent_id, phase, spec, usage in charges:
-        i, o = usage["input_tokens"], usage["output_tokens"]
-        dollars = cost(prices.get(spec, FREE), i, o)
-        out["total"] = _add(out["total"], i, o, dollars)
-        out["by_agent"][agent_id] = _add(out["by_agent"].get(agent_id), i, o, dollars)
-        out["by_phase"][phase] = _add(out["by_phase"].get(phase), i, o, dollars)
+        dollars, saved = bill(prices.get(spec, FREE), usage)
+        out["total"] = _add(out["total"], usage, dollars, saved)
+        out["by_agent"][agent_id] = _add(out["by_agent"].get(agent_id), usage, dollars, saved)
+        out["by_phase"][phase] = _add(out["by_phase"].get(phase), usage, dollars, saved)
     return out
 
 

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from debate_engine.memory.records import Usage
 from debate_engine.memory.tokens import count_tokens
 
+CACHE_KEYS = {"cache_read": "cache_read_tokens", "cache_creation": "cache_write_tokens"}
+"""langchain's ``input_token_details`` keys for prompt-cache reads and writes, and ours."""
+
 
 def usage_of(message: Any) -> Usage | None:
-    """The provider's usage on a message, or None."""
+    """The provider's usage on a message, cached prompt tokens included, or None."""
     meta = getattr(message, "usage_metadata", None)
     if not meta:
         return None
-    return Usage(
+    usage = Usage(
         input_tokens=int(meta.get("input_tokens", 0)),
         output_tokens=int(meta.get("output_tokens", 0)),
         total_tokens=int(meta.get("total_tokens", 0)),
     )
+    details: Mapping[str, Any] = meta.get("input_token_details") or {}
+    for theirs, ours in CACHE_KEYS.items():
+        # On OpenAI's priority and flex tiers langchain prefixes the key with the tier's name.
+        found = sum(int(v or 0) for k, v in details.items() if k == theirs or k.endswith("_" + theirs))
+        if found:
+            usage[ours] = found  # type: ignore[literal-required]
+    return usage
 
 
 def counted_usage(prompt: str, reply: str) -> Usage:

@@ -243,4 +243,5 @@ def total_usage(attempts: list[Any]) -> Usage | None:
     used = [a["usage"] for a in attempts if a.get("usage")]
     if not used:
         return None
-    return Usage(**{k: sum(u[k] for u in used) for k in ("input_tokens", "output_tokens", "total_tokens")})  # type: ignore[typeddict-item]
+    keys = dict.fromkeys(k for u in used for k in u)  # the cached-token counts too, where a provider reported them
+    return Usage(**{k: sum(u.get(k, 0) for u in used) for k in keys})  # type: ignore[typeddict-item]

@@ -10,8 +10,9 @@ the judge synthesizes from what exists, with a view sized to what is left.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, dearest, empty_spend, judge_floor
+from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, Tally, cached, dearest, empty_spend, judge_floor
 from debate_engine.graph.state import ConversationState
 from debate_engine.providers.prices import cost
 
@@ -51,3 +52,9 @@ def left_for_judge(state: ConversationState) -> int | None:
         left = cap["max_cost"] - spent["cost"] - cost(price, 0, judge["max_output_tokens"])
         limits.append(int(left * 1_000_000 / price["input"]))
     return int(min(limits) / PROMPT_MARGIN) - 16 if limits else None
+
+
+def spend_figures(total: Tally) -> dict[str, Any]:
+    """The status record's spend: tokens, dollars as billed, cached prompt tokens and what the cache saved."""
+    return {"tokens": total["input_tokens"] + total["output_tokens"], "cost": round(total["cost"], 6),
+            "cached_tokens": cached(total), "saved": round(total.get("saved", 0.0), 6)}

@@ -38,11 +38,14 @@ def advance(
 ) -> Status:
     """The status after a step that wrote ``turns`` and ``summaries``."""
     old = state["status"]
-    return Status(
+    status = Status(
         problem=old["problem"], phase=phase, round=round_no, rounds=old["rounds"],
         turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),
         tokens=old["tokens"], cost=old.get("cost", 0.0), started_at=old["started_at"], updated_at=time.time(),
     )
+    if "cached_tokens" in old:
+        status["cached_tokens"], status["saved"] = old["cached_tokens"], old.get("saved", 0.0)
+    return status
 
 
 def spent(record: Mapping[str, Any]) -> dict[str, int]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from debate_engine.providers.factory import parse_spec
 
 FREE_PROVIDERS = ("fake", "local")
 """Providers whose models cost nothing: the offline fake and the embedded model."""
+MILLION = 1_000_000
 
 
 class ModelPrice(TypedDict):
@@ -15,6 +16,10 @@ class ModelPrice(TypedDict):
 
     input: float
     output: float
+    cache_read: NotRequired[float]
+    """A prompt token read from the provider's cache; absent: the input price (no discount unless known)."""
+    cache_write: NotRequired[float]
+    """A prompt token written to the provider's cache; absent: the input price."""
 
 
 def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
@@ -26,17 +31,22 @@ def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> Model
         return ModelPrice(input=0.0, output=0.0)
     from genai_prices import Usage, calc_price
 
-    million = 1_000_000
+    def per_million(**tokens: int) -> float:
+        return float(calc_price(Usage(**tokens), model_ref=parsed.name, provider_id=parsed.provider).total_price)
+
     try:
-        found = calc_price(Usage(input_tokens=million, output_tokens=0), model_ref=parsed.name,
-                           provider_id=parsed.provider)
-        out = calc_price(Usage(input_tokens=0, output_tokens=million), model_ref=parsed.name,
-                         provider_id=parsed.provider)
+        # genai-prices counts cached tokens inside input_tokens, as the providers report them.
+        return ModelPrice(input=per_million(input_tokens=MILLION), output=per_million(output_tokens=MILLION),
+                          cache_read=per_million(input_tokens=MILLION, cache_read_tokens=MILLION),
+                          cache_write=per_million(input_tokens=MILLION, cache_write_tokens=MILLION))
     except LookupError:
         return None
-    return ModelPrice(input=float(found.total_price), output=float(out.total_price))
 
 
-def cost(price: ModelPrice, input_tokens: int, output_tokens: int) -> float:
-    """Dollars for one call."""
-    return (input_tokens * price["input"] + output_tokens * price["output"]) / 1_000_000
+def cost(price: ModelPrice, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
+    """Dollars for one call as billed: ``input_tokens`` include the cached ones, which the cache prices pay for."""
+    read, write = price.get("cache_read", price["input"]), price.get("cache_write", price["input"])
+    uncached = max(0, input_tokens - cache_read - cache_write)
+    return (uncached * price["input"] + cache_read * read + cache_write * write
+            + output_tokens * price["output"]) / MILLION
+

@@ -110,14 +110,16 @@ def test_charges_add_up_by_total_by_agent_and_by_phase() -> None:
                           ("security", "propose", "m", usage(500, 125)),
                           ("architect", "critique", "unpriced", usage(10, 20))], PRICED)
     # $: 1000*4 + 250*8 = 6000 -> 0.006; 500*4 + 125*8 = 3000 -> 0.003; unpriced is free
+    uncached = {"cache_read_tokens": 0, "cache_write_tokens": 0, "saved": 0.0}
     assert {k: v for k, v in out["total"].items() if k != "cost"} == {"calls": 3, "input_tokens": 1510,
-                                                                      "output_tokens": 395}
+                                                                      "output_tokens": 395, **uncached}
     assert out["total"]["cost"] == pytest.approx(0.009)
     assert out["by_agent"]["architect"] == {"calls": 2, "input_tokens": 1010, "output_tokens": 270,
-                                            "cost": pytest.approx(0.006)}
+                                            "cost": pytest.approx(0.006), **uncached}
     assert out["by_agent"]["security"] == {"calls": 1, "input_tokens": 500, "output_tokens": 125,
-                                           "cost": pytest.approx(0.003)}
+                                           "cost": pytest.approx(0.003), **uncached}
     assert out["by_phase"]["propose"] == {"calls": 2, "input_tokens": 1500, "output_tokens": 375,
-                                          "cost": pytest.approx(0.009)}
-    assert out["by_phase"]["critique"] == {"calls": 1, "input_tokens": 10, "output_tokens": 20, "cost": 0.0}
+                                          "cost": pytest.approx(0.009), **uncached}
+    assert out["by_phase"]["critique"] == {"calls": 1, "input_tokens": 10, "output_tokens": 20, "cost": 0.0,
+                                           **uncached}
     assert before == empty_spend()  # the old spend is left as it was

@@ -76,7 +76,8 @@ def test_resume_after_an_interruption_honours_what_is_left() -> None:
 
 def test_a_cost_for_an_openai_model_matches_the_published_price() -> None:
     price = price_of("openai:gpt-4o-mini")
-    assert price == {"input": 0.15, "output": 0.6}  # USD per million tokens, as OpenAI publishes them
+    assert price == {"input": 0.15, "output": 0.6, "cache_read": 0.075,
+                     "cache_write": 0.15}  # USD per million tokens, as OpenAI publishes them
     assert cost(price, 200_000, 50_000) == pytest.approx(0.2 * 0.15 + 0.05 * 0.6)  # = 0.06
 
 
