@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
+from debate_engine.app.human import answer_turn, is_person_question
 from debate_engine.app.progress import Progress
 
 T = TypeVar("T")
@@ -72,7 +73,12 @@ def run_until_signal(work: Awaitable[T]) -> T:
 
 
 async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, progress: Progress) -> Any:
-    """Stream the graph to its end, answering clarification interrupts at the terminal."""
+    """Stream the graph to its end, answering its questions (clarifications, persons' turns) at the terminal.
+
+    With no input (a resume) a question already pending is asked first, so the phase is not run again for it.
+    """
+    if payload is None and (pending := (await graph.aget_state(config)).interrupts):
+        payload = Command(resume=await answers(pending))
     while True:
         stream = graph.astream(payload, config, context=context, stream_mode=["custom", "updates"], durability="sync")
         async for mode, chunk in stream:
@@ -82,7 +88,20 @@ async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, 
         if not snapshot.interrupts:
             return snapshot
         progress.close()  # the live line ends before the questions are asked
-        payload = Command(resume=ask(snapshot.interrupts[0].value))
+        payload = Command(resume=await answers(snapshot.interrupts))
+
+
+async def answers(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
+    """Each pending question's answer, by its interrupt's id; persons' turns in a fixed order (seat, target).
+
+    A person's answer is read in a thread: Ctrl-C then stops the run at once, the question still pending.
+    """
+    out: dict[str, Any] = {}
+    for item in sorted(interrupts, key=lambda i: (str(i.value.get("seat")), str(i.value.get("target")))
+                       if is_person_question(i.value) else ("", "")):
+        out[item.id] = (await asyncio.to_thread(answer_turn, item.value) if is_person_question(item.value)
+                        else ask(item.value))
+    return out
 
 
 def ask(request: dict[str, Any]) -> dict[str, list[str]]:
@@ -103,11 +122,15 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def graph_for(context_or_protocol: Any, saver: Any) -> Any:
-    """The phase debate or the roundtable, compiled on ``saver``."""
+    """The phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
     from debate_engine.config.context import RoundtableContext
     from debate_engine.graph.builder import compile_debate
     from debate_engine.graph.roundtable import compile_roundtable
 
+    if context_or_protocol == "sample":
+        from debate_engine.graph.sample import compile_sample
+
+        return compile_sample(checkpointer=saver)
     roundtable = isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable"
     return (compile_roundtable if roundtable else compile_debate)(checkpointer=saver)
 

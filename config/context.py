@@ -35,8 +35,15 @@ class Context:
     agents: str = field(
         default="",
         metadata=_d(
-            "Comma-separated roles to debate (architect, performance, security, testing, kiss, generalist). "
-            "Empty: the config file's agents, else architect,performance,security."
+            "Comma-separated roles to debate (architect, performance, security, testing, kiss, generalist; human "
+            "seats a person). Empty: the config file's agents, else architect,performance,security."
+        ),
+    )
+    humans: str = field(
+        default="",
+        metadata=_d(
+            "Comma-separated names of people who take a seat beside the agents (seat id human:NAME). Each of "
+            "their turns pauses the run with an interrupt carrying the task and the view; resume with the answer."
         ),
     )
     rounds: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
@@ -85,8 +92,10 @@ class Context:
                     "that round's calls: {\"2\": \"Quote the SLA you assume.\"}. `debate probe --plant replies` uses it."),
     )
     stop_rule: str = field(
-        default="", metadata=_d("When the debate stops before its last round: fixed (never) or convergence (once "
-                                "every agent holds the same position). Empty: the config's terminationCondition.")
+        default="", metadata=_d("When the debate stops before its last round: fixed (never), convergence (once "
+                                "every agent holds the same position, or the judge finds another round would change "
+                                "nothing) or quality (once the judge scores the best proposal at the config's "
+                                "threshold, else 8, on the 1-10 rubric). Empty: the config's terminationCondition.")
     )
     synthesis_method: str = field(
         default="", metadata=_d("How the outcome is settled: judge (synthesizes the debate), voting (the agents' "

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from debate_engine.config.messages import NOT_A_NUMBER, not_a_number, quoted, unknown_key
+from debate_engine.config.settings import HUMAN_ROLE
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import role_names
 from debate_engine.providers.factory import ModelConfigError, parse_spec, spec_from_config
@@ -62,10 +63,13 @@ class AgentEntry(_Strict):
 
 
 class Termination(_Strict):
-    """When the debate stops before its last round: ``convergence`` once every agent holds the same position."""
+    """When the debate stops before its last round: ``convergence`` once every agent holds the same position (or
+    the judge finds another round would change nothing), ``quality`` once the judge scores the best proposal at
+    ``threshold`` on the 1-10 rubric."""
 
     type: Literal["fixed", "convergence", "quality"] = "fixed"
     threshold: Real | None = None
+    """The score that stops a ``quality`` debate (1-10; default 8)."""
     min_round: int = Field(2, ge=1, alias="minRound")
     """The first round after which convergence may stop the debate."""
 
@@ -100,6 +104,10 @@ class PriceEntry(_Strict):
 
     input: Real = Field(ge=0)
     output: Real = Field(ge=0)
+    cache_read: Real | None = Field(None, ge=0, alias="cacheRead")
+    """A prompt token read from the provider's cache; absent: the input price (no discount unless stated)."""
+    cache_write: Real | None = Field(None, ge=0, alias="cacheWrite")
+    """A prompt token written to the provider's cache; absent: the input price."""
 
 
 class DebateFile(_Strict):
@@ -133,8 +141,11 @@ def _valid_keys(model: type[BaseModel]) -> list[str]:
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
+    if loc[0] == "prices" and len(loc) == 3:  # prices.<model spec>.<key>: the spec is no field name
+        return PriceEntry
     models: dict[str, type[BaseModel]] = {"agents": AgentEntry, "judge": AgentEntry, "evaluators": AgentEntry,
-                                          "debate": DebateSection, "terminationCondition": Termination}
+                                          "debate": DebateSection, "terminationCondition": Termination,
+                                          "budget": SpendSection}
     return models.get(next((p for p in reversed(loc[:-1]) if isinstance(p, str)), ""), DebateFile)
 
 
@@ -205,8 +216,11 @@ def _roster_problems(data: dict[str, Any]) -> list[str]:
     roles, problems, seen = role_names(), [], set()
     for i, agent in enumerate(a for a in agents if isinstance(a, dict)):
         role = agent.get("role", "generalist")  # a wrong type is reported by the schema; never str() it: it may nest
-        if isinstance(role, str) and role not in roles:
-            problems.append(f"agents[{i}].role: {quoted(role)} is not a role; use one of {', '.join(roles)}")
+        if isinstance(role, str) and role not in (*roles, HUMAN_ROLE):
+            problems.append(f"agents[{i}].role: {quoted(role)} is not a role; use one of {', '.join(roles)}, "
+                            f"or {HUMAN_ROLE} for a person's seat")
+        if role == HUMAN_ROLE:
+            problems += _human_problems(f"agents[{i}]", agent)
         if not isinstance(ident := agent.get("id") or role, str):
             continue
         if ident in RESERVED_IDS:
@@ -224,6 +238,20 @@ def _roster_problems(data: dict[str, Any]) -> list[str]:
         problems.append(f"judge.role: {quoted(judge['role'])} is not a role; use one of {', '.join(roles)} "
                         "(the judge synthesizes from that outlook), or leave it out")
     return problems
+
+
+HUMAN_REFUSED = ("model", "provider", "fallback_models", "temperature", "summarization", "summary_prompt_path",
+                 "clarification_prompt_path")
+"""A person's seat has no model: these keys would be accepted and ignored, so they are refused."""
+
+
+def _human_problems(where: str, agent: dict[str, Any]) -> list[str]:
+    """A human seat takes an id, a name, a system prompt and a budget (what its view holds), nothing a model needs."""
+    given = [key for name in HUMAN_REFUSED for key in {name, AgentEntry.model_fields[name].alias or name}
+             if key in agent]
+    return [f"{where}.{key}: a human seat has no model, so {key} means nothing there; remove it (keep id, name, "
+            "systemPromptPath, contextWindow and maxOutputTokens, which size the view the person is shown)"
+            for key in sorted(given)]
 
 
 def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:

@@ -7,6 +7,10 @@ defaults. Every problem is collected and reported at once.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import ValidationError
 
 from debate_engine.calls.spend import Price, SpendCap, judge_floor
@@ -16,7 +20,7 @@ from debate_engine.config.file import MAX_ROUNDS, AgentEntry, ConfigError, Debat
 from debate_engine.config.messages import quoted
 from debate_engine.config.outcome import outcome_problems, stop_rule
 from debate_engine.config.roundtable import roundtable_params, with_view
-from debate_engine.config.settings import AgentProfile, RunSettings
+from debate_engine.config.settings import HUMAN_ROLE, AgentProfile, RunSettings, human_id, is_human
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import load_prompt, read_prompt_file, role_names
@@ -49,8 +53,9 @@ def resolve(context: Context) -> RunSettings:
     problems += summary_problems
     if any(p.startswith(("context_window", "max_output_tokens", "model:")) for p in problems):
         raise ConfigError(problems)  # no profile or budget can be built from these
-    entries = [e for e in entries if e.role in role_names()]  # the others are already reported
-    agents = [_profile(context, file.debate, debate_summary, e, e.role) for e in entries]
+    entries = [e for e in entries if e.role in (*role_names(), HUMAN_ROLE)]  # the others are already reported
+    agents = [(_seat if e.role == HUMAN_ROLE else _profile)(context, file.debate, debate_summary, e, e.role)
+              for e in entries]
     judge = _judge(context, file, debate_summary)
     problems += _check_budgets([*agents, judge])
     cap = SpendCap(max_tokens=context.max_tokens or file.budget.max_tokens,
@@ -139,6 +144,21 @@ def _profile(
     )
 
 
+def _seat(
+    context: Context, debate: DebateSection, summary: SummarizationSettings, entry: AgentEntry, default_id: str
+) -> AgentProfile:
+    """A person's seat: the budget and prompt an agent in it would have, and no model.
+
+    Its view is never summarized: a summary would need a model to write it, and the seat has none
+    (the person is shown the newest turns that fit the budget).
+    """
+    ident = human_id(entry.id or default_id)
+    base = _profile(context, debate, summary, entry.model_copy(update={"role": "generalist", "id": ident}), ident)
+    return AgentProfile(**{**base, "role": HUMAN_ROLE, "name": entry.name or ident.removeprefix("human:"),
+                           "model": "", "fallback_models": [],
+                           "summarization": {**base["summarization"], "enabled": False}})
+
+
 def _summarization(context: Context, file: DebateFile) -> tuple[SummarizationSettings, list[str]]:
     """The debate-wide summarization: defaults, then the file's, then the context's fields."""
     given = {"enabled": context.summarize, "method": context.summary_method or None,
@@ -153,17 +173,23 @@ def _summarization(context: Context, file: DebateFile) -> tuple[SummarizationSet
 
 def _prices(profiles: list[AgentProfile], file: DebateFile, needed: bool) -> tuple[dict[str, Price], list[str]]:
     """The price of every model the debate may call; with a cost cap, an unknown price is an error."""
-    overrides = {spec: Price(input=p.input, output=p.output) for spec, p in file.prices.items()}
+    overrides = {spec: _price(p.model_dump(exclude_none=True)) for spec, p in file.prices.items()}
     prices: dict[str, Price] = {}
     problems = []
-    for spec in sorted({s for p in profiles for s in (p["model"], *p["fallback_models"])}):
-        found = price_of(spec, overrides)  # type: ignore[arg-type]
+    for spec in sorted({s for p in profiles if not is_human(p) for s in (p["model"], *p["fallback_models"])}):
+        found = price_of(spec, overrides)
         if found is not None:
-            prices[spec] = Price(input=found["input"], output=found["output"])
+            prices[spec] = _price(found)
         elif needed:
             problems.append(f"max_cost: no known price for {spec}; add it to the config file as "
                             f'"prices": {{"{spec}": {{"input": USD_PER_MILLION, "output": USD_PER_MILLION}}}}')
     return prices, problems
+
+
+def _price(given: Mapping[str, Any]) -> Price:
+    """A price with the cache rates only where someone stated them (absent: the input price)."""
+    return Price(**{k: float(given[k]) for k in ("input", "output", "cache_read", "cache_write")  # type: ignore[typeddict-item]
+                    if k in given})
 
 
 def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) -> list[str]:
@@ -192,6 +218,24 @@ def _check_budgets(profiles: list[AgentProfile]) -> list[str]:
 
 
 def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list[str]]:
+    """The seats: the chosen agents (``human`` among them seats a person), then a seat per ``context.humans``."""
+    chosen, problems = _chosen(context, file)
+    names = [n.strip() for n in context.humans.split(",")] if context.humans.strip() else []
+    for name in names:
+        if not HUMAN_NAME.fullmatch(name):
+            problems.append(f"humans: {quoted(name)} is not a name for a seat; use 1 to 40 letters, digits, '_', "
+                            "'-' or '.', starting with a letter or digit (e.g. --human alice)")
+    seats = [*chosen, *(AgentEntry(id=n, role=HUMAN_ROLE) for n in names if HUMAN_NAME.fullmatch(n))]
+    people = [human_id(e.id or e.role) for e in seats if e.role == HUMAN_ROLE]
+    problems += [f"humans: {quoted(seat)} takes two seats; give each person a different name"
+                 for seat in sorted({p for p in people if people.count(p) > 1})]
+    return seats, problems
+
+
+HUMAN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
+
+
+def _chosen(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list[str]]:
     """The agents to run: the file's enabled ones, chosen from by ``context.agents`` (ids or roles)."""
     problems: list[str] = []
     if context.model:
@@ -212,8 +256,11 @@ def _entries(context: Context, file: DebateFile) -> tuple[list[AgentEntry], list
         chosen = [a for a in configured if (a.id or a.role) in wanted or a.role in wanted]
         known = {a.id or a.role for a in configured} | {a.role for a in configured}
         problems += [f"agents: {quoted(w)} is neither the id nor the role of a configured agent; use one of "
-                     f"{', '.join(sorted(known))}" for w in wanted if w not in known]
+                     f"{', '.join(sorted(known))}" for w in wanted if w not in (*known, HUMAN_ROLE)]
+        if HUMAN_ROLE in wanted and not any(a.role == HUMAN_ROLE for a in chosen):
+            chosen.append(AgentEntry(role=HUMAN_ROLE))  # a person's seat needs no configuring
         return chosen, problems
     roles = role_names()
-    problems += [f"agents: {quoted(r)} is not a role; use one of {', '.join(roles)}" for r in wanted if r not in roles]
+    problems += [f"agents: {quoted(r)} is not a role; use one of {', '.join(roles)}, or {HUMAN_ROLE} for a "
+                 "person's seat" for r in wanted if r not in (*roles, HUMAN_ROLE)]
     return [AgentEntry(id=r, role=r) for r in wanted], problems

@@ -19,8 +19,9 @@ class AgentProfile(TypedDict):
     id: str
     name: str
     role: str
+    """A built-in role, ``judge``, or ``human`` for a person's seat (see :func:`is_human`)."""
     model: str
-    """Model spec, e.g. ``openai:gpt-4o-mini``, ``local:smollm2``, ``fake``."""
+    """Model spec, e.g. ``openai:gpt-4o-mini``, ``local:smollm2``, ``fake``; empty for a human seat."""
     fallback_models: list[str]
     """Specs tried in order when the model fails."""
     temperature: float
@@ -39,10 +40,29 @@ class AgentProfile(TypedDict):
     """Roundtable: tokens of the view for ``system``, ``summary`` and ``recent``."""
 
 
+HUMAN_ROLE = "human"
+"""The role of a seat a person takes: its turns are asked with ``interrupt()``, never of a model."""
+PERSON_TURN_ROLE = "person"
+"""The ``role`` a person's turns carry: a record with ``role: human`` and ``content`` is read back from a
+checkpoint as a chat message (LangChain's serializer), so a turn never takes the seat's role."""
+HUMAN_PREFIX = "human:"
+"""A human seat's id starts with this, so a person never shares an id (and a perspective) with an agent."""
+
+
+def is_human(profile: AgentProfile) -> bool:
+    """Whether a person sits in this seat: no model, no key, no price, no charge."""
+    return profile["role"] == HUMAN_ROLE
+
+
+def human_id(name: str) -> str:
+    """The seat id of the person called ``name`` (kept as it is when it already carries the prefix)."""
+    return name if name.startswith(HUMAN_PREFIX) else f"{HUMAN_PREFIX}{name}"
+
+
 class RunSettings(TypedDict):
     """Everything a run was configured with, fixed at setup: resume reads it from here."""
 
-    protocol: Literal["phases", "roundtable"]
+    protocol: Literal["phases", "roundtable", "sample"]
     agents: list[AgentProfile]
     judge: AgentProfile
     rounds: int

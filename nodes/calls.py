@@ -20,10 +20,11 @@ from pydantic import BaseModel
 
 from debate_engine.calls import Answer, Attempt, Request, aask, ask
 from debate_engine.calls.spend import Reserve, worst_case
-from debate_engine.config.settings import AgentProfile
+from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, is_human
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn
 from debate_engine.memory.records import TurnKind
+from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
 
@@ -47,9 +48,13 @@ class Call:
     """Retry an empty reply once (off when a spend cap has no room for the retry)."""
     unseen: tuple[int, int] | None = None
     """Turns from ``seq`` [0] up to [1] that neither the summary nor the view holds (summaries failing)."""
+    problem: str = ""
+    """The debate's problem, which a person's question shows on its own."""
 
     def reserve(self) -> list[Reserve]:
-        """The most this call may spend: input and output tokens at the dearest of its models."""
+        """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
+        if is_human(self.agent):
+            return []
         return [((self.agent["model"], *self.agent["fallback_models"]),
                  *worst_case(self.view["prompt_tokens"], self.agent["max_output_tokens"]))]
 
@@ -64,7 +69,7 @@ class Call:
         if attempts is None:  # a reply checkpointed before attempts were recorded
             usage = reply["usage"] or Usage(input_tokens=self.view["prompt_tokens"],
                                             output_tokens=count_tokens(reply["content"]), total_tokens=0)
-            return [(self.agent["id"], phase, reply["model"], usage)]
+            return [(self.agent["id"], phase, reply["model"] or self.agent["model"], usage)]
         return [(self.agent["id"], phase, a["model"], a["usage"]) for a in attempts if a["usage"]]
 
 
@@ -79,8 +84,8 @@ class Reply(TypedDict):
     """What the answer that was kept cost."""
     latency_ms: int
     truncated: bool
-    model: str
-    """The spec of the model that answered (a fallback's, when the primary failed)."""
+    model: str | None
+    """The spec of the model that answered (a fallback's, when the primary failed); None for a person."""
     attempts: NotRequired[list[Attempt]]
     """Every request the call made, thrown-away ones included: what is charged."""
     clamped: NotRequired[list[str]]
@@ -90,7 +95,8 @@ class Reply(TypedDict):
 
 
 PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
-            "synthesis": "synthesize", "message": "turn", "moderation": "moderate"}
+            "synthesis": "synthesize", "message": "turn", "moderation": "moderate",
+            "assessment": "assess"}
 """The node (phase) that makes each kind of turn: what stream metadata names."""
 
 
@@ -133,15 +139,27 @@ def _announce(call: Call, reply: Reply) -> Reply:
     return reply
 
 
+def person_reply(call: Call) -> Reply:
+    """A person's turn as a reply: the answer to the seat's question, no model, no usage, nothing to charge."""
+    text, position = ask_person(call)
+    return Reply(agent_id=call.agent["id"], kind=call.kind, content=text, parsed=None, usage=None, latency_ms=0,
+                 truncated=False, model=None, attempts=[],
+                 position=position if call.kind in POSITION_KINDS else None)
+
+
 @task(name="model_call")  # type: ignore[arg-type]
 def model_call(call: Call) -> Reply:
-    """Run one call on the road (from a thread, under ``invoke``)."""
+    """Run one call on the road (from a thread, under ``invoke``); a person's seat is asked instead."""
+    if is_human(call.agent):
+        return _announce(call, person_reply(call))
     return _announce(call, _reply(call, ask(request_of(call))))
 
 
 @task(name="model_call")  # type: ignore[arg-type]
 async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
+    if is_human(call.agent):
+        return _announce(call, person_reply(call))
     return _announce(call, _reply(call, await aask(request_of(call))))
 
 
@@ -154,7 +172,8 @@ def record_turns(state: ConversationState, calls: Sequence[Call], replies: Seque
             raise RuntimeError(f"task result for {reply['agent_id']}/{reply['kind']} where "
                                f"{call.agent['id']}/{call.kind} was planned; the phase's plan is not deterministic")
         turn = new_turn(
-            start + i, kind=call.kind, round_no=call.round, speaker=call.agent["id"], role=call.agent["role"],
+            start + i, kind=call.kind, round_no=call.round, speaker=call.agent["id"],
+            role=PERSON_TURN_ROLE if is_human(call.agent) else call.agent["role"],
             content=reply["content"], target=call.target, model=reply["model"], usage=reply["usage"],
             latency_ms=reply["latency_ms"], view=call.view, truncated=reply["truncated"],
             attempts=reply.get("attempts"), clamped=reply.get("clamped"), position=reply.get("position"),

@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from debate_engine.config.settings import AgentProfile
+from debate_engine.config.settings import AgentProfile, is_human
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import new_turn
 from debate_engine.nodes.calls import Call, Reply
@@ -27,10 +27,10 @@ NO_ANSWER = "(no answer)"
 
 
 def plan(state: ConversationState) -> list[Call]:
-    """One call per agent for its clarifying questions."""
+    """One call per agent for its clarifying questions (a person's seat asks none: it answers them)."""
     settings = state["settings"]
     return [agent_call(state, a, None, kind="clarification", round_no=0, task=task_of(state, a))
-            for a in settings["agents"]]
+            for a in settings["agents"] if not is_human(a)]
 
 
 def task_of(state: ConversationState, agent: AgentProfile) -> str:

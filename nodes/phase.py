@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableLambda
+from langgraph.errors import GraphInterrupt
 
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import amodel_call, model_call
 from debate_engine.nodes.schedule import next_step
-from debate_engine.nodes.spend import fits
+from debate_engine.nodes.spend import fits, spend_figures
 from debate_engine.nodes.status import emit
 
 Plan = Callable[[ConversationState], Sequence[Any]]
@@ -79,9 +80,36 @@ def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], 
     emit({"event": "spend", "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"],
           "calls": total["calls"], "cap": state["settings"].get("cap")})
     if "status" in update:
-        update["status"] = {**update["status"], "tokens": total["input_tokens"] + total["output_tokens"],
-                            "cost": round(total["cost"], 6)}
+        update["status"] = {**update["status"], **spend_figures(total)}
     return update
+
+
+def _held(result: Callable[[], Any]) -> Any:
+    """A call's result, or the question it asks a person: held until the phase's other calls have finished."""
+    try:
+        return result()
+    except GraphInterrupt as question:
+        return question
+
+
+async def _aheld(call: Awaitable[Any]) -> Any:
+    """The async twin of :func:`_held` (a failure still ends the phase at once, as it always did)."""
+    try:
+        return await call
+    except GraphInterrupt as question:
+        return question
+
+
+def asked(results: list[Any]) -> list[Any]:
+    """The results, once no call waits for a person; else pause the run on every question at once.
+
+    The agents' calls of the phase have finished by now and are in the checkpoint: on resume only
+    the persons' tasks run again, and they return the answers.
+    """
+    questions = [q for r in results if isinstance(r, GraphInterrupt) for q in r.args[0]]
+    if questions:
+        raise GraphInterrupt(tuple(questions))
+    return results
 
 
 def phase_node(
@@ -95,7 +123,7 @@ def phase_node(
         if stop is not None:
             return stop
         started = time.monotonic()
-        results = [f.result() for f in [sync_task(c) for c in calls]]
+        results = asked([_held(f.result) for f in [sync_task(c) for c in calls]])
         return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
 
     async def arun(state: ConversationState) -> dict[str, Any]:
@@ -104,7 +132,7 @@ def phase_node(
         if stop is not None:
             return stop
         started = time.monotonic()
-        results = list(await asyncio.gather(*(async_task(c) for c in calls)))
+        results = asked(list(await asyncio.gather(*(_aheld(async_task(c)) for c in calls))))
         return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
 
     run.__name__ = arun.__name__ = name

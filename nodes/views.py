@@ -93,6 +93,7 @@ def agent_call(
         agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,
         view=view.record, limit=state["settings"]["max_concurrency"], schema=schema,
         unseen=None if view.complete else (covered_until(summary), view.record["from_seq"]),
+        problem=state.get("problem", ""),
     )
 
 

@@ -41,12 +41,12 @@ DEBATE = {"rounds": 5, "terminationCondition": {"type": "convergence"}, "synthes
           "maxOutputTokens": 300, "maxConcurrency": 2}
 TERMINATION = {"type": "convergence", "threshold": 7.0, "minRound": 3}
 SPEND = {"maxTokens": 10**9, "maxCost": 5.0}
-PRICE = {"input": 1.0, "output": 2.0}
+PRICE = {"input": 1.0, "output": 2.0, "cacheRead": 0.5, "cacheWrite": 1.5}
 SUMMARIZATION = {"enabled": False, "threshold": 111, "maxLength": 999, "method": "fresh", "promptPath": "PROMPT",
                  "tokenLimit": 50, "triggerTokenRatio": 0.5, "resetTokenRatio": 0.4, "everyNTurns": 3,
                  "minMessages": 5, "cooldownMessages": 7, "preserveRecent": 4, "maxSummaryChainDepth": 1,
                  "abortOnFailure": True}
-CONTEXT = {"model": "fake:words=7", "agents": "a1", "rounds": 4, "config_file": "CONFIG", "clarify": True,
+CONTEXT = {"model": "fake:words=7", "agents": "a1", "humans": "pat", "rounds": 4, "config_file": "CONFIG", "clarify": True,
            "max_questions": 1, "summarize": False, "summary_method": "fresh", "summary_threshold": 321,
            "summary_max_length": 700, "trigger_ratio": 0.6, "context_window": 4096, "max_output_tokens": 300,
            "max_concurrency": 3, "timeout_s": 7.0, "max_tokens": 10**9, "briefings": {"1": "Note."},

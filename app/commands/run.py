@@ -46,6 +46,9 @@ def register(sub: Any) -> None:
                      "(default 50)")
     run.add_argument("--dry-run", action="store_true", help="print the projected tokens and cost; calls no model "
                      "and needs no API key")
+    run.add_argument("--human", action="append", metavar="NAME", help="seat a person called NAME beside the agents "
+                     "(repeatable); each of their turns shows its task and view here and reads the answer from "
+                     "stdin (ended by a line '.') or $EDITOR")
     add_progress(run)
     add_outputs(run)
     add_db(run)
@@ -128,7 +131,8 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
     if args.config and not _is_file(args.config):
         raise UserError(f"config file {args.config} does not exist; check the path")
     return dict(
-        model=args.model or "", agents=args.agents or "", rounds=args.rounds,
+        model=args.model or "", agents=args.agents or "", humans=",".join(getattr(args, "human", None) or []),
+        rounds=args.rounds,
         config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
         max_output_tokens=args.max_output_tokens, context_window=args.context_window,
         max_concurrency=args.max_concurrency, timeout_s=args.timeout, summary_method=args.summary_method or "",
@@ -148,12 +152,22 @@ def _is_file(path: str) -> bool:
 def checked_context(context: Any, credentials: bool = True) -> Any:
     """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
     from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
     from debate_engine.providers.factory import check_credentials
 
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]) if credentials else ():
-        check_credentials(profile["model"])  # a missing API key is an input error, found before any call
+        if not is_human(profile):  # a person's seat has no model, so no key
+            check_credentials(profile["model"])  # a missing API key is an input error, found before any call
     return context
+
+
+def people(context: Any) -> list[str]:
+    """The seats persons take in this run."""
+    from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
+
+    return [a["id"] for a in resolve(context)["agents"] if is_human(a)]
 
 
 def main(args: argparse.Namespace) -> int:
@@ -165,6 +179,11 @@ def main(args: argparse.Namespace) -> int:
     context = context_from_args(args, credentials=not args.dry_run)
     if args.dry_run:
         from debate_engine.app.estimate import estimate, render_estimate
+
+        if seated := people(context):
+            raise UserError(f"--dry-run cannot project a debate with a person at the table ({', '.join(seated)}): "
+                            "their turns wait for answers; leave --human (and human seats) out to project the "
+                            "agents' spend")
 
         print(render_estimate(estimate(context, problem)))
         return 0
