@@ -175,12 +175,17 @@ def is_postgres_conn(conn: Any) -> bool:
 
 
 async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, Any] | None, bool]:
-    """A thread's ``status`` record and whether it waits for an answer, from its newest checkpoint only."""
+    """A thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
+    newest checkpoint only."""
     found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
     if found is None:
         return None, False
     waiting = any(w[1] == "__interrupt__" for w in found.pending_writes or [])
-    return found.checkpoint.get("channel_values", {}).get("status"), waiting
+    channels = found.checkpoint.get("channel_values", {})
+    status = channels.get("status")
+    if status and channels.get("forked_from"):  # a fork names its origin in the same small read
+        status = {**status, "forked_from": channels["forked_from"]}
+    return status, waiting
 
 
 @asynccontextmanager

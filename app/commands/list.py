@@ -11,7 +11,8 @@ from typing import Any
 from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, db_of
 
-COLUMNS = ("thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem")
+COLUMNS = ("thread", "updated", "status", "round", "phase", "turns", "tokens", "cost", "problem", "forked from")
+"""The fork's origin comes last: a script that reads the first nine columns reads what it always read."""
 DEFAULT_LIMIT = 20
 
 
@@ -49,10 +50,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _cells(row: dict[str, Any]) -> list[str]:
-    """A row as the table prints it."""
+    """A row as the table prints it: tokens and cost name the cached prompt tokens and the saving when any."""
+    from debate_engine.app.fork import origin_text  # a fork's origin as THREAD@rK
+
     updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
+    tokens, cost = str(row["tokens"]), f"${row['cost']:.4f}"
+    if row["cached_tokens"]:  # only where the provider reported a prompt cache, so other rows stay plain numbers
+        tokens, cost = f"{tokens} ({row['cached_tokens']} cached)", f"{cost} (saved ${row['saved']:.4f})"
     return [row["thread"], updated, row["status"], f"{row['round']}/{row['rounds']}", row["phase"], str(row["turns"]),
-            str(row["tokens"]), f"${row['cost']:.4f}", " ".join(row["problem"].split())[:60]]
+            tokens, cost, " ".join(row["problem"].split())[:60], origin_text(row["forked_from"]) or "-"]
 
 
 async def rows_of(db: str) -> list[dict[str, Any]]:
@@ -70,5 +76,6 @@ async def rows_of(db: str) -> list[dict[str, Any]]:
             rows.append({"thread": thread, "updated_at": status["updated_at"], "status": state,
                          "round": status["round"], "rounds": status["rounds"], "phase": status["phase"],
                          "turns": status["turns"], "tokens": status.get("tokens", 0), "cost": status.get("cost", 0.0),
-                         "problem": status["problem"]})
+                         "cached_tokens": status.get("cached_tokens", 0), "saved": status.get("saved", 0.0),
+                         "forked_from": status.get("forked_from"), "problem": status["problem"]})
     return rows
