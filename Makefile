@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PROBLEM ?= Design a rate limiter for a public HTTP API that serves 1,000 requests per second.
 export LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true
 
-.PHONY: help install install-local demo probe test unit lint bench dev clean
+.PHONY: help install install-local demo probe compare test unit lint bench dev clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -34,6 +34,10 @@ probe: $(BIN)/.local ## memory probe on the embedded model: 3 agents x 6 rounds,
 	$(BIN)/debate probe --model local:smollm2 --agents architect,performance,security --rounds 6 --facts 10 \
 		--plant-rounds 1,4 --max-output-tokens 96 --context-window 2048 --output probe.json $(PROBE_ARGS)
 
+compare: $(BIN)/.local ## does debating pay? 20 arithmetic tasks, single vs vote vs debate on the embedded model
+	$(BIN)/debate compare builtin:arithmetic:20 --protocols single,vote,debate --model local:smollm2 --rounds 1 \
+		--md compare.md --output compare.json --plot compare.svg $(COMPARE_ARGS)
+
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
@@ -55,4 +59,4 @@ dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio 
 	$(BIN)/langgraph dev --no-browser --no-reload --n-jobs-per-worker 10 --port $${PORT:-2024}
 
 clean: ## remove the virtual environment and outputs
-	rm -rf $(VENV) report.md debate.json probe.json .pytest_cache .hypothesis
+	rm -rf $(VENV) report.md debate.json probe.json compare.md compare.json compare.svg .pytest_cache .hypothesis

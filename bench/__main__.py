@@ -7,6 +7,9 @@
   listing       `debate list` on a small database against one holding the longest debate
   summary_cost  full history against fresh and rolling summaries at R rounds
   workers       40 debates on 1, 2 and 4 `debate worker` processes sharing one PostgreSQL, hand-over after a SIGKILL
+  fork          the bytes a fork adds against the original's bytes up to round K plus the fork's new rounds
+  positions     tokens with positions against the same debate without them; the judge's checks per round
+  cache         prompt-cache hits by OpenAI's rule, 3 agents x 8 rounds of 200-word replies on the loopback server
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -22,7 +25,8 @@ from pathlib import Path
 
 from bench.common import Runs, section, table
 
-NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable", "startup", "workers"]
+NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable", "startup", "workers",
+         "cache", "compare", "fork", "positions"]
 
 
 def sizes(args: argparse.Namespace) -> list[int]:
@@ -41,8 +45,10 @@ def parse() -> argparse.Namespace:
 
 
 def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
+    from bench.cache import bench_cache
     from bench.concurrency import bench_concurrency
     from bench.flat_cost import bench_flat_cost
+    from bench.fork import bench_fork
     from bench.listing import bench_listing
     from bench.naive import bench_naive
     from bench.roundtable import bench_roundtable
@@ -67,6 +73,13 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "startup": ("A fast start and no waste", lambda: bench_startup(folder)),
         "workers": ("Scale-out: 40 debates on 1, 2, 4 workers sharing PostgreSQL; hand-over after SIGKILL",
                     lambda: bench_workers(count=20 if args.quick else 40)),
+        "fork": ("Fork storage: bytes a fork adds / the original's up to round K + the new rounds",
+                 lambda: bench_fork(folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20)),
+        "positions": ("Positions: tokens against the same debate without them; the judge's checks per round",
+                      lambda: __import__("bench.positions", fromlist=["bench_positions"]).bench_positions()),
+        "cache": ("Prompt caching: cache-hit share and billed-equivalent input tokens (OpenAI's rule)", bench_cache),
+        "compare": ("`debate compare` overhead: single on the fake vs the fake in a loop", lambda: __import__(
+            "bench.compare", fromlist=["bench_compare"]).bench_compare(folder)),
     }
     for name in NAMES:
         if name in chosen:

@@ -1,7 +1,7 @@
 """The one model factory: a spec string in, a LangChain chat model out.
 
 Specs: ``openai:<model>``, ``openrouter:<model>``, ``local:smollm2`` (the
-embedded default) and ``fake[:words=N,latency_ms=N]``. Nodes never import a
+embedded default) and ``fake[:words=N,latency_ms=N,solve=P,conform=C]``. Nodes never import a
 provider SDK; they ask this module.
 """
 
@@ -80,25 +80,43 @@ def parse_spec(spec: str) -> ModelSpec:
             "openai:<model>, openrouter:<model>, local:smollm2, fake[:words=N,latency_ms=N]"
         )
     if provider == "fake":
-        params = {}
-        for item in filter(None, rest.split(",")):
-            key, eq, value = item.partition("=")
-            if not eq or key not in ("words", "latency_ms", "summary_latency_ms", "structured", "fail"):
-                raise ModelConfigError(
-                    f"fake model parameter {item!r} is not valid; use words=N, latency_ms=N, summary_latency_ms=N, "
-                    "structured=false or fail=transport|invalid|summaries"
-                )
-            low = 1 if key == "words" else 0
-            if key in ("words", "latency_ms", "summary_latency_ms") and not (value.isascii() and value.isdecimal()
-                                                       and low <= int(value) <= 1_000_000):
-                raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
-            params[key] = value
-        return ModelSpec("fake", "", params)
+        return ModelSpec("fake", "", _fake_params(rest))
     if not rest:
         raise ModelConfigError(f"model {spec!r} names no model; write {provider}:<model name>")
     if provider == "local" and rest != "smollm2":
         raise ModelConfigError(f"local model {rest!r} is not embedded; the embedded model is local:smollm2")
     return ModelSpec(provider, rest)
+
+
+FAKE_PARAMS = ("words", "latency_ms", "summary_latency_ms", "structured", "fail", "solve", "conform")
+FAKE_USAGE = ("use words=N, latency_ms=N, summary_latency_ms=N, structured=false, fail=transport|invalid|summaries, "
+              "solve=P or conform=C (P and C between 0 and 1)")
+
+
+def _fake_params(rest: str) -> dict[str, str]:
+    """The fake model's ``key=value`` parameters, each checked: an unknown or bad one is named with the valid ones."""
+    params = {}
+    for item in filter(None, rest.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in FAKE_PARAMS:
+            raise ModelConfigError(f"fake model parameter {item!r} is not valid; {FAKE_USAGE}")
+        low = 1 if key == "words" else 0
+        if key in ("words", "latency_ms", "summary_latency_ms") and not (value.isascii() and value.isdecimal()
+                                                                         and low <= int(value) <= 1_000_000):
+            raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
+        if key in ("solve", "conform") and not _probability(value):
+            raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a probability between 0 and 1")
+        params[key] = value
+    if "conform" in params and "solve" not in params:
+        raise ModelConfigError("fake model parameter conform needs solve=P too: only the population conforms")
+    return params
+
+
+def _probability(value: str) -> bool:
+    try:
+        return 0.0 <= float(value) <= 1.0
+    except ValueError:
+        return False
 
 
 def spec_from_config(model: str | None, provider: str | None) -> str | None:
@@ -143,6 +161,8 @@ def _build(
             summary_latency_ms=int(p.get("summary_latency_ms", 0)),
             structured=p.get("structured", "true").lower() != "false",
             fail=p.get("fail"),
+            solve=float(p["solve"]) if "solve" in p else None,
+            conform=float(p.get("conform", 0)),
         )
     from langchain_openai import ChatOpenAI
 

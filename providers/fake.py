@@ -4,6 +4,14 @@ Its replies are made from the prompt's own words, so the same prompt always
 gets the same reply, and identifiers in the prompt (``rate_limiter.py``,
 ``429``) show up in it the way a real model would repeat them. It sleeps
 ``latency_ms`` per call, which is how the benchmarks see concurrency.
+
+Given ``solve`` (and ``conform``), it is a population whose truth is known: on
+a problem holding an integer expression (``12+34*56``) it answers right with
+probability ``solve`` and otherwise the one fixed wrong answer (right + 1), so
+a plurality is a majority and the binomial formula applies; shown other
+agents' answers, it takes their majority's with probability ``conform``.
+Each draw is seeded by the run's thread, the agent and the question, so a
+resumed run draws the same and every voter draws on its own.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import random
 import re
 import time
 import typing
+from collections import Counter
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -26,44 +35,16 @@ from pydantic import BaseModel
 from debate_engine.memory.tokens import count_tokens
 
 VOCABULARY = [
-    "cache",
-    "queue",
-    "shard",
-    "replica",
-    "token",
-    "bucket",
-    "window",
-    "quota",
-    "latency",
-    "throughput",
-    "retry",
-    "backoff",
-    "idempotent",
-    "schema",
-    "index",
-    "partition",
-    "lease",
-    "lock",
-    "timeout",
-    "budget",
-    "metric",
-    "alert",
-    "rollout",
-    "canary",
-    "fallback",
-    "circuit",
-    "breaker",
-    "gateway",
-    "service",
-    "store",
-    "log",
-    "audit",
-    "policy",
-    "key",
-    "rotation",
-    "limit",
-    "burst",
+    "cache", "queue", "shard", "replica", "token", "bucket", "window", "quota", "latency", "throughput", "retry",
+    "backoff", "idempotent", "schema", "index", "partition", "lease", "lock", "timeout", "budget", "metric",
+    "alert", "rollout", "canary", "fallback", "circuit", "breaker", "gateway", "service", "store", "log", "audit",
+    "policy", "key", "rotation", "limit", "burst",
 ]
+EXPRESSION = re.compile(r"(?<![\w.])\d+(?:\s*[-+*]\s*\d+)+(?![\w.])")
+"""An integer expression of ``+``, ``-`` and ``*`` in a problem: what the population solves."""
+STATED = re.compile(r"My answer is (-?\d+)\.")
+HEADING = re.compile(r"^#{2,3} (.*)$", re.MULTILINE)
+TASK_HEADING = "## Your task"
 IDENTIFIER = re.compile(r"\b(?:[A-Za-z_][\w-]*\.(?:py|ts|go|json|md|yaml|sql)|[A-Za-z]+_[\w]+|\d{2,}(?:\.\d+)*)\b")
 
 
@@ -79,17 +60,26 @@ class FakeChatModel(BaseChatModel):
     summary_latency_ms: int = 0
     """Latency of the summarizer's calls instead of ``latency_ms`` (to stop a run inside a summary)."""
     calls: int = 0
+    solve: float | None = None
+    """Probability of the right answer on an arithmetic problem; None: reply from the prompt's words."""
+    conform: float = 0.0
+    """Probability of taking the other agents' majority answer when a position turn shows one."""
 
     @property
     def _llm_type(self) -> str:
         return "fake-debate"
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage], run_manager: Any = None, answering: bool = False) -> AIMessage:
         self.calls += 1
         if self.fail == "transport":
             raise ConnectionError("fake transport failure")
         prompt = "\n".join(str(m.content) for m in messages)
         text = _words(prompt, self.words)
+        expression = EXPRESSION.search(_task_of(prompt)) if self.solve is not None else None
+        if expression:
+            run, me = _identity(messages, run_manager)
+            seed = f"{run}|{me}|{' '.join(expression[0].split())}"
+            text = f"My answer is {self._answer(prompt, seed, me, expression[0], answering)}. {text}"
         n_in, n_out = count_tokens(prompt), count_tokens(text)
         return AIMessage(
             content=text,
@@ -116,7 +106,8 @@ class FakeChatModel(BaseChatModel):
         if self.latency_ms or self.summary_latency_ms:
             time.sleep(self._latency(run_manager))
         self._fail_summaries(run_manager)
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+        reply = self._reply(messages, run_manager, bool(kwargs.get("answering")))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
 
     async def _agenerate(
         self,
@@ -128,7 +119,20 @@ class FakeChatModel(BaseChatModel):
         if self.latency_ms or self.summary_latency_ms:
             await asyncio.sleep(self._latency(run_manager))
         self._fail_summaries(run_manager)
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+        reply = self._reply(messages, run_manager, bool(kwargs.get("answering")))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _answer(self, prompt: str, seed: str, me: str, expression: str, answering: bool) -> int:
+        """The population's answer: its own draw, its last stated one, or (on a position turn) the crowd's."""
+        right = evaluate(expression)
+        own, others = stated_answers(prompt, me)
+        if own is None:
+            own = right if _seed(seed + "|solve").random() < float(self.solve or 0) else right + 1
+        crowd = Counter(others).most_common(2)
+        held = answering and crowd and (len(crowd) == 1 or crowd[0][1] > crowd[1][1]) and crowd[0][0] != own
+        if held and _seed(f"{seed}|conform|{prompt}").random() < self.conform:
+            return crowd[0][0]
+        return own
 
     def with_structured_output(  # type: ignore[override]
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
@@ -137,7 +141,7 @@ class FakeChatModel(BaseChatModel):
             raise NotImplementedError("fake model configured without structured output")
 
         def fill(messages: Any) -> Any:
-            raw = self.invoke(messages)
+            raw = self.invoke(messages, answering="answer" in schema.model_fields)
             if self.fail == "invalid":
                 parsed, error = None, ValueError("fake invalid output")
             else:
@@ -192,4 +196,60 @@ def _instance(schema: type[BaseModel], prompt: str, text: str) -> BaseModel:
             values[name] = annotation(low + (high - low) * 7 // 10)
         elif annotation is bool:
             values[name] = True
+    stated = STATED.match(text)
+    if stated and "answer" in values:  # the population's position: the number it states, as the answer field
+        values["answer"], values["position"] = stated[1], f"The answer is {stated[1]}."
     return schema.model_validate(values)
+
+
+def evaluate(expression: str) -> int:
+    """The value of an integer expression of ``+``, ``-`` and ``*``, read with ``ast`` (never ``eval``)."""
+    import ast
+    import operator
+
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+    def value(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return int(ops[type(node.op)](value(node.left), value(node.right)))
+        raise ValueError(f"not an integer expression of +, - and *: {expression!r}")
+
+    return value(ast.parse(expression.strip(), mode="eval").body)
+
+
+def _task_of(prompt: str) -> str:
+    """The part of a prompt that states the task (where the problem is), else the whole prompt."""
+    return prompt[prompt.rfind(TASK_HEADING):] if TASK_HEADING in prompt else prompt
+
+
+def _identity(messages: list[BaseMessage], run_manager: Any) -> tuple[str, str]:
+    """Who draws: the thread and the agent the engine tags each call with (else the system prompt's hash).
+
+    The thread makes each run of a comparison one sample; the agent keeps voters of one role apart.
+    """
+    meta = getattr(run_manager, "metadata", None) or {}
+    agent = meta.get("agent_id") or hashlib.sha256(str(messages[0].content).encode()).hexdigest()[:12]
+    return str(meta.get("thread_id", "")), str(agent)
+
+
+def stated_answers(prompt: str, me: str) -> tuple[int | None, list[int]]:
+    """The answer ``me`` last stated in the prompt (None: none), and each other speaker's last stated one.
+
+    Turns are shown under headings such as ``### Critique by kiss of architect (round 1)``;
+    the refine task quotes the agent's own proposal after ``Your current proposal``.
+    """
+    parts = HEADING.split(prompt)
+    own: int | None = None
+    others: dict[str, int] = {}
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        answers = STATED.findall(body)
+        if not answers:
+            continue
+        by = re.search(r"\bby (\S+)", heading) or re.match(r"(\S+) \(turn", heading)
+        if heading.startswith("Your task") and "Your current proposal" in body or by and by[1] == me:
+            own = int(answers[-1])
+        elif by:
+            others[by[1]] = int(answers[-1])
+    return own, list(others.values())

@@ -60,7 +60,7 @@ def test_imports_point_one_way(name: str, path: Path) -> None:
             assert target in NODES_MAY_USE, f"{name} imports {target}; nodes use only the state and settings"
         if package == "graph" and other == "nodes":
             assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable",
-                            "debate_engine.graph.server"), (
+                            "debate_engine.graph.sample", "debate_engine.graph.server"), (
                 f"{name} imports {target}: only the builders may use nodes")
 
 

@@ -77,9 +77,9 @@ def test_a_custom_summary_prompt_is_really_used(tmp_path: Path, monkeypatch: pyt
     seen: list[str] = []
     original = FakeChatModel._reply
 
-    def spy(self: FakeChatModel, messages: Any) -> Any:
+    def spy(self: FakeChatModel, messages: Any, *args: Any) -> Any:
         seen.append(str(messages[0].content))
-        return original(self, messages)
+        return original(self, messages, *args)
 
     monkeypatch.setattr(FakeChatModel, "_reply", spy)
     out = graph.invoke({"problem": "p"}, thread, context=context)

@@ -4,5 +4,5 @@ A command module imports only ``argparse`` at its top, so building the
 parser (``debate --help``) stays instant; its ``main`` imports what it needs.
 """
 
-COMMANDS = ("run", "resume", "show", "report", "eval", "probe", "list", "submit", "worker", "jobs")
+COMMANDS = ("run", "resume", "fork", "show", "report", "eval", "probe", "list", "submit", "worker", "jobs", "compare")
 """Module names under ``debate_engine.app.commands``, in ``--help`` order."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, BaseMessage
 from pydantic import Field
 
@@ -20,12 +22,12 @@ class RecordingModel(FakeChatModel):
     prompts: list[list[str]] = Field(default_factory=list)
     fail_on_call: int = 0
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage], *args: Any) -> AIMessage:
         self.prompts.append([str(m.content) for m in messages])
         if self.fail_on_call and len(self.prompts) == self.fail_on_call:
             self.calls += 1
             raise ConnectionError(f"fake failure on call {self.fail_on_call}")
-        return super()._reply(messages)
+        return super()._reply(messages, *args)
 
 
 def job(plan: Plan, *, budget=BIG, max_length: int = 2500, max_output_tokens: int = 1024,

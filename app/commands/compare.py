@@ -1,0 +1,131 @@
+"""``debate compare``: run single, vote, debate and roundtable protocols on known-answer tasks and compare them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from debate_engine.app.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, UserError
+from debate_engine.app.outputs import add_db, add_progress, check_outputs, load_env_file
+
+TURNS_PER_AGENT = 3
+"""The roundtable's turns when ``--turns`` is not given: each agent speaks three times."""
+DROPPED = ("problem", "problem_file", "thread_id", "clarify", "max_questions", "max_cost")
+"""``debate run`` options a comparison does not take: it brings its own problems and its own spend cap."""
+
+
+def register(sub: Any) -> None:
+    from debate_engine.app.commands.run import add_run_options
+
+    cmd = sub.add_parser("compare", help="does debating pay? compare protocols on known-answer tasks",
+                         description="Run each protocol (single, vote, debate, debate-vote, roundtable) on every "
+                         "task and seed as real, resumable runs, and compare accuracy and cost. Ctrl-C stops it "
+                         "(exit 130); the same command, or --resume, continues it.")
+    cmd.add_argument("tasks", metavar="TASKS", help="a JSONL file (id, question, answer, optional kind: number, "
+                     "choice with choices, exact) or builtin:arithmetic[:N]")
+    cmd.add_argument("--protocols", default="single,vote,debate", help="comma-separated: single, vote, debate, "
+                     "debate-vote, roundtable (default single,vote,debate)")
+    cmd.add_argument("--turns", type=int, help="roundtable: its turns, 1 to 10,000 (default 3 per agent); only "
+                     "with roundtable in --protocols")
+    cmd.add_argument("--budget", help="tokens per task for vote: its k is the budget over single's tokens per "
+                     "answer; auto: the debate's mean (default auto when a debate and single are compared)")
+    cmd.add_argument("--votes", type=int, help="vote's k, fixed (instead of --budget)")
+    cmd.add_argument("--seeds", type=int, default=1, help="runs of each task per protocol, 1 to 100 (default 1)")
+    cmd.add_argument("--jobs", type=int, help="runs at once, 1 to 256 (default 4; the embedded model: 1)")
+    cmd.add_argument("--max-cost", type=float, help="spend cap in US dollars over the whole comparison: no run "
+                     "starts once it is spent, and each run is capped by what is left")
+    cmd.add_argument("--resume", action="store_true", help="continue a stopped comparison (Ctrl-C exits 130): "
+                     "finished runs are read back, never run again; refused when the database holds none of its "
+                     "runs (the same command without it also continues)")
+    cmd.add_argument("--output", help="write everything (figures and every run) as JSON here")
+    cmd.add_argument("--md", help="write the Markdown table here too")
+    cmd.add_argument("--plot", help="write an SVG chart here: accuracy and its interval against tokens per task")
+    scratch = argparse.ArgumentParser(add_help=False)
+    add_run_options(scratch)
+    for action in scratch._actions:
+        if action.dest not in DROPPED:
+            cmd._add_action(action)
+    cmd.set_defaults(problem=None, problem_file=None, clarify=False)
+    add_progress(cmd)
+    add_db(cmd)
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.commands.run import context_from_args
+    from debate_engine.app.compare.protocols import parse_budget, parse_protocols
+    from debate_engine.app.compare.tasks import load_tasks
+    from debate_engine.app.runner import Stopped, run_until_signal
+
+    load_env_file(args.env_file)
+    names = parse_protocols(args.protocols)
+    budget = parse_budget(args.budget)
+    _check_numbers(args, budget)
+    _check_budget(names, budget)
+    if args.turns is not None and "roundtable" not in names:
+        raise UserError(f"--turns {args.turns}: only the roundtable takes turns; add roundtable to --protocols, "
+                        "or leave --turns out")
+    tasks = load_tasks(args.tasks)
+    check_outputs(args)
+    context = context_from_args(argparse.Namespace(**{**vars(args), "turns": None}))
+    roundtable = _roundtable(args, context) if "roundtable" in names else None
+    from debate_engine.app.compare.session import comparison_id, run_comparison
+
+    try:
+        return run_until_signal(run_comparison(args, names, budget, tasks, context, roundtable))
+    except Stopped as exc:
+        return _stopped(args, exc.signum, comparison_id(tasks, context))
+
+
+def _roundtable(args: argparse.Namespace, context: Any) -> Any:
+    """The roundtable's settings: the run's, with ``--turns`` (default 3 per agent), built as ``debate run`` does."""
+    from debate_engine.app.commands.run import context_from_args
+    from debate_engine.config.resolve import resolve
+
+    turns = args.turns if args.turns is not None else TURNS_PER_AGENT * len(resolve(context)["agents"])
+    return context_from_args(argparse.Namespace(**{**vars(args), "protocol": "roundtable", "turns": turns,
+                                                   "order": None, "summary_every": None}))
+
+
+def _stopped(args: argparse.Namespace, signum: int, name: str) -> int:
+    """Ctrl-C (or SIGTERM): say what is kept and how to continue; exit 130 (143)."""
+    import signal
+
+    from debate_engine.app.outputs import db_of
+    from debate_engine.providers.secrets import redact
+
+    word, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated", EXIT_TERMINATED)
+    lead = "\r\033[K" if sys.stderr.isatty() else ""  # the live progress line ends first
+    print(redact(f"{lead}error: {word}; every finished run of comparison {name} is saved in {db_of(args)}.\n"
+                 "Continue with the same command, or the same command with --resume: finished runs are read back, "
+                 "never run again."), file=sys.stderr)
+    return code
+
+
+def _check_budget(names: list[str], budget: float | str | None) -> None:
+    """A budget sizes the vote from single's tokens per answer (and, for auto, a debate's): refuse it without them."""
+    debate = {"debate", "debate-vote"} & set(names)
+    if budget is None or "vote" not in names or ("single" in names and (debate or budget != "auto")):
+        return
+    need = "single" if budget != "auto" else "single and debate"
+    raise UserError(f"--budget {budget}: sizing the vote needs single's tokens per answer"
+                    + ("" if budget != "auto" else " and a debate's mean")
+                    + f"; add {need} to --protocols, or give --votes K")
+
+
+def _check_numbers(args: argparse.Namespace, budget: float | str | None) -> None:
+    """Every number in range, and no two flags that say the same thing differently."""
+    from debate_engine.config.file import MAX_ROUNDS
+
+    if args.votes is not None and budget is not None:
+        raise UserError("--votes and --budget both size the vote; give one of them")
+    if args.votes is not None and not 1 <= args.votes <= 1000:
+        raise UserError(f"--votes {args.votes}: give 1 to 1000 voters")
+    if not 1 <= args.seeds <= 100:
+        raise UserError(f"--seeds {args.seeds}: give 1 to 100 runs per task")
+    if args.jobs is not None and not 1 <= args.jobs <= 256:
+        raise UserError(f"--jobs {args.jobs}: give 1 to 256 runs at once")
+    if args.turns is not None and not 1 <= args.turns <= MAX_ROUNDS:
+        raise UserError(f"--turns {args.turns}: give 1 to {MAX_ROUNDS:,} turns")
+    if args.max_cost is not None and not args.max_cost > 0:
+        raise UserError(f"--max-cost {args.max_cost}: give a positive amount of US dollars")

@@ -1,0 +1,1 @@
+"""``debate compare``: does debating pay, for this model and these tasks, at the same cost?"""

@@ -1,0 +1,79 @@
+"""The sample protocol: each agent answers once and the positions vote; no critique, no judge.
+
+setup -> propose -> tally. ``samples`` 1 is the ``single`` protocol, k the
+``vote`` protocol (self-consistency): k copies of the first configured agent,
+each with its own id so each draws on its own. Every sample is a checkpointed
+run like a debate: it resumes, it is counted, and the spend cap holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from debate_engine.config.context import Context
+from debate_engine.graph.builder import DebateGraph, compile_graph
+from debate_engine.graph.state import ConversationState, InputState, OutputState
+from debate_engine.nodes import propose, setup
+from debate_engine.nodes.tally import tally_votes
+
+MAX_SAMPLES = 1000
+
+
+class SampleInput(InputState):
+    """A sample's input: the problem, its settings, and how many answers to draw."""
+
+    samples: NotRequired[int]
+    """Independent answers to draw, 1 to 1,000 (default 1): copies of the first configured agent."""
+
+
+class SampleGraph(DebateGraph):
+    """The compiled sample: its inputs are marked ``sample``, so a stopped sample resumes on this graph."""
+
+    protocol = "sample"
+
+
+class SampleState(ConversationState):
+    """The debate's state, plus the number of answers drawn."""
+
+    samples: NotRequired[int]
+    """Independent answers to draw (copies of the first configured agent)."""
+
+
+def draw(state: SampleState, runtime: Runtime[Any]) -> dict[str, Any]:
+    """Set up as a debate does, then make the first agent ``samples`` voters with ids of their own."""
+    k = int(state.get("samples") or 1)
+    if not 1 <= k <= MAX_SAMPLES:
+        raise ValueError(f"samples: {k} is out of range; draw 1 to {MAX_SAMPLES} answers")
+    update = setup(state, runtime)  # type: ignore[arg-type]
+    first = update["settings"]["agents"][0]
+    voters = [first] if k == 1 else [{**first, "id": f"{first['id']}-{i}", "name": f"{first['name']} {i}"}
+                                     for i in range(1, k + 1)]
+    update["settings"] = {**update["settings"], "agents": voters, "rounds": 1, "protocol": "sample"}
+    update["status"] = {**update["status"], "rounds": 1}
+    return update
+
+
+def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]:
+    """Wire the sample's nodes (uncompiled)."""
+    builder = StateGraph(SampleState, context_schema=Context, input_schema=SampleInput, output_schema=OutputState)
+    builder.add_node("setup", draw)
+    builder.add_node("propose", propose, input_schema=ConversationState)
+    builder.add_node("tally", tally_votes, input_schema=ConversationState)
+    builder.add_edge(START, "setup")
+    builder.add_edge("setup", "propose")
+    builder.add_edge("propose", "tally")
+    builder.add_edge("tally", END)
+    return builder
+
+
+def compile_sample(checkpointer: Any = None, store: Any = None, **kwargs: Any) -> DebateGraph:
+    """Compile the sample protocol like the debate: in-memory saver by default, ``False`` for none."""
+    return compile_graph(build_sample(), "sample", checkpointer, store, SampleGraph,  # type: ignore[no-any-return]
+                         **kwargs)
+
+
+graph = compile_sample(checkpointer=False)
+"""The module-level graph a server may serve (no checkpointer)."""
