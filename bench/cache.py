@@ -4,8 +4,13 @@
 simulation of OpenAI's rule on (a repeated prefix of 1,024 tokens or more is cached in 128-token steps; the
 server counts a word as a token). The figures are the debate's own spend, as the engine counts what is billed:
 the share of prompt tokens that were cache hits, and the billed-equivalent input tokens (a cached token at
-half the input price) against every prompt token at full price. This is the baseline of today's prompt
-layout (issue 24: about 52%), for the layout that puts the stable part of every prompt first.
+half the input price) against every prompt token at full price.
+
+The prompts put their stable part first (system prompt, problem, clarifications, summary, verbatim turns oldest
+first, the task last; issue 24): 56.4% of prompt tokens are cache hits, against 46.8% for the earlier layout
+(task, with the problem, after the history; a refinement's proposal taken out of its history). What stays
+uncached is mostly each call's new turns and task, prompts under 1,024 tokens (the early rounds, the round after a
+summary) and the summarizer's prompts, which do not begin with their agent's prefix.
 """
 
 from __future__ import annotations
@@ -66,4 +71,4 @@ def bench_cache() -> None:
          f"every prompt token at full price {prompt:,}", x(billed / prompt)],
     ])
     print(f"({len(AGENTS.split(','))} agents x {ROUNDS} rounds, {total['calls']} calls, {seconds:.1f} s; the "
-          "baseline of today's prompt layout for issue 24)\n")
+          "stable part of each prompt first)\n")

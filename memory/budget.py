@@ -2,21 +2,30 @@
 
 The budget is the model's context window minus the tokens reserved for its
 answer, split after the seed design (2K system, 1K summary, 5K recent out of
-8K) and scaled to the window. The view is system prompt + summary + the newest
-turns verbatim + the task. Whatever does not fit is left out or shortened
+8K) and scaled to the window. Whatever does not fit is left out or shortened
 visibly, and the finished prompt is counted again, so no call ever exceeds its
 budget.
+
+The layout puts what changes least first, because providers bill a prompt's
+repeated prefix at a discount (OpenAI caches prefixes of 1,024 tokens and more
+in 128-token steps): the system prompt, then the problem, the user's
+clarifications, the summary, the verbatim turns oldest first, and last the
+task, the one part that differs between an agent's calls of one phase. What a
+call is shown is chosen newest first; only where it is shown follows that order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from debate_engine.memory.facets import render_summary
 from debate_engine.memory.records import SummaryRecord, Turn, TurnView
 from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
 
+PROBLEM_HEADER = "## Problem"
+PINNED_HEADER = "## Clarifications from the user"
 HISTORY_HEADER = "## Recent history, verbatim"
 SUMMARY_HEADER = "## Summary of your earlier history"
 TURN_OVERHEAD = 24
@@ -135,61 +144,109 @@ class ViewRequest:
     """The first ``seq`` the offered history may hold (what the summary does not cover)."""
     to_seq: int
     budget: Budget
+    problem: str = ""
+    """The debate's problem (the roundtable's topic), shown right after the system prompt; it never changes."""
+    pinned: Sequence[Turn] = ()
+    """Turns shown after the problem, oldest first, whether or not the summary covers them: the user's
+    clarifications, which open the transcript. They are offered after ``newest_first`` (they are older than it),
+    which must not hold them again."""
 
 
-def _fixed_parts(req: ViewRequest) -> tuple[str, str, str, bool]:
+@dataclass(frozen=True)
+class _Fixed:
+    """The parts of a prompt that do not depend on the history shown, each within its share."""
+
+    system: str
+    problem: str
+    task: str
+    summary: str
+    shortened: bool
+
+
+def _fixed_parts(req: ViewRequest) -> _Fixed:
     budget, shortened = req.budget, False
     system = req.system_prompt
     if count_tokens(system) > budget.system // 2:
         system, shortened = truncate_to_tokens(system, budget.system // 2), True
-    task = req.task
-    task_limit = max(budget.system - count_tokens(system), budget.system // 4)
+    problem, task = req.problem, req.task
+    frame_limit = max(budget.system - count_tokens(system), budget.system // 4)  # the problem and the task share it
+    header = count_tokens(f"{PROBLEM_HEADER}\n\n\n") if problem else 0
+    if problem and header + count_tokens(problem) + count_tokens(task) > frame_limit:
+        room = max(frame_limit - count_tokens(task), frame_limit // 2) - header
+        if count_tokens(problem) > room:
+            problem, shortened = truncate_to_tokens(problem, room), True
+    task_limit = frame_limit - (header + count_tokens(problem) if problem else 0)
     if count_tokens(task) > task_limit:
         task, shortened = truncate_to_tokens(task, task_limit), True
     summary_block = ""
     if req.summary is not None:
         text, cut = summary_text(req.summary, budget.summary)
         summary_block, shortened = f"{SUMMARY_HEADER}\n{text}", shortened or cut
-    return system, task, summary_block, shortened
+    return _Fixed(system, f"{PROBLEM_HEADER}\n{problem}" if problem else "", task, summary_block, shortened)
 
 
-def build_view(req: ViewRequest, render: Render = render_turn) -> View:
-    """Assemble a prompt within the budget, newest history first; record what it shows."""
-    system, task, summary_block, shortened = _fixed_parts(req)
-    room = req.budget.total - count_messages(system, _join(summary_block, HISTORY_HEADER, task))
-    blocks: list[str] = []
-    oldest = req.to_seq
-    complete = True
-    for turn in req.newest_first:
+@dataclass
+class _Shown:
+    """The turns a walk put in the prompt, newest first, with their rendered blocks."""
+
+    turns: list[Turn]
+    blocks: list[str]
+    complete: bool = True
+    shortened: bool = False
+
+
+def _walk(req: ViewRequest, render: Render, room: int) -> _Shown:
+    """Take turns newest first while they fit ``room``; a pinned turn the summary covers may be left out."""
+    shown = _Shown([], [])
+    for turn in chain(req.newest_first, reversed(req.pinned)):
         block = render(turn)
         cost = count_tokens(block) + 2
         if cost > room:
-            if blocks or room < 48:
-                complete = False
+            if shown.blocks or room < 48:
+                shown.complete = turn["seq"] < req.since
                 break
-            block, shortened = truncate_to_tokens(block, room - 2), True  # one huge turn: its head and tail
+            block, shown.shortened = truncate_to_tokens(block, room - 2), True  # one huge turn: its head and tail
             cost = count_tokens(block) + 2
-        blocks.append(block)
-        oldest = turn["seq"]
+        shown.turns.append(turn)
+        shown.blocks.append(block)
         room -= cost
-    blocks.reverse()
-    history = "\n\n".join(blocks)
-    user = _join(summary_block, f"{HISTORY_HEADER}\n{history}" if history else "", task)
-    tokens = count_messages(system, user)
+    return shown
+
+
+def build_view(req: ViewRequest, render: Render = render_turn) -> View:
+    """Assemble a prompt within the budget, choosing history newest first; record what it shows."""
+    fixed = _fixed_parts(req)
+    pinned_header = PINNED_HEADER if req.pinned else ""
+    room = req.budget.total - count_messages(
+        fixed.system, _join(fixed.problem, pinned_header, fixed.summary, HISTORY_HEADER, fixed.task))
+    shown = _walk(req, render, room)
+    from_seq = req.since if shown.complete else (shown.turns[-1]["seq"] if shown.turns else req.to_seq)
+    pinned = {t["seq"] for t in req.pinned}
+    blocks = list(zip(shown.turns, shown.blocks, strict=True))[::-1]
+    user = _join(fixed.problem, _section(PINNED_HEADER, [b for t, b in blocks if t["seq"] in pinned]),
+                 fixed.summary, _section(HISTORY_HEADER, [b for t, b in blocks if t["seq"] not in pinned]),
+                 fixed.task)
+    tokens, shortened = count_messages(fixed.system, user), fixed.shortened or shown.shortened
     if tokens > req.budget.total:  # counting drift between parts and the whole: never send over budget
-        user = truncate_to_tokens(user, req.budget.total - count_messages(system, ""))
-        tokens, shortened = count_messages(system, user), True
+        user = truncate_to_tokens(user, req.budget.total - count_messages(fixed.system, ""))
+        tokens, shortened = count_messages(fixed.system, user), True
     record = TurnView(
         summary_id=req.summary["id"] if req.summary else None,
-        from_seq=req.since if complete else oldest,
+        from_seq=from_seq,
         to_seq=req.to_seq,
-        turns=len(blocks),
+        turns=sum(t["seq"] >= from_seq for t in shown.turns),  # a pinned turn the summary covers is extra
         prompt_tokens=tokens,
         budget_tokens=req.budget.total,
         shortened=shortened,
     )
-    return View(system=system, user=user, record=record, complete=complete)
+    return View(system=fixed.system, user=user, record=record, complete=shown.complete)
 
 
-def _join(summary_block: str, history_block: str, task: str) -> str:
-    return "\n\n".join(p for p in (summary_block, history_block, f"## Your task\n{task}") if p)
+def _section(header: str, blocks: list[str]) -> str:
+    return f"{header}\n" + "\n\n".join(blocks) if blocks else ""
+
+
+def _join(problem: str, pinned: str, summary_block: str, history_block: str, task: str) -> str:
+    """The user message in its fixed order: the most stable parts first, the task last."""
+    parts = (problem, pinned, summary_block, history_block, f"## Your task\n{task}")
+    return "\n\n".join(p for p in parts if p)

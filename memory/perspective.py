@@ -47,6 +47,16 @@ def tail(transcript: Sequence[Turn], viewer: str, since: int = 0) -> list[Turn]:
     return out
 
 
+def opening_clarifications(transcript: Sequence[Turn]) -> list[Turn]:
+    """The clarifications that open a transcript (everyone's), read from the start only as far as they go."""
+    out: list[Turn] = []
+    for turn in transcript:
+        if turn["kind"] != "clarification":
+            break
+        out.append(turn)
+    return out
+
+
 def perspective(transcript: Iterable[Turn], viewer: str) -> list[Turn]:
     """Every turn of ``viewer``'s perspective, oldest first (a full scan: for audits and tests)."""
     return [t for t in transcript if sees(t, viewer)]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from debate_engine.memory.budget import Budget, View, ViewRequest, build_view, turn_cost
-from debate_engine.memory.perspective import covered_until, newest_first
+from debate_engine.memory.perspective import covered_until, newest_first, opening_clarifications
 from debate_engine.memory.records import SummaryRecord, Turn
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.memory.strategies import Plan, get_strategy, keep_recent
@@ -28,17 +28,19 @@ def working_view(
     system_prompt: str,
     task: str,
     budget: Budget,
-    exclude: int | None = None,
+    problem: str = "",
 ) -> View:
-    """The prompt ``viewer`` answers: its summary, its uncovered turns newest first, the task.
+    """The prompt ``viewer`` answers: the problem, the clarifications, its summary, its uncovered turns, the task.
 
-    ``exclude`` leaves out one turn (by ``seq``) that the task already shows.
+    The clarifications that open the transcript are pinned after the problem (a stable prefix whatever the
+    summary covers). Nothing is taken out of the middle: a turn the task refers to stays where it is.
     """
     since = covered_until(summary)
-    turns = (t for t in newest_first(transcript, viewer, since) if t["seq"] != exclude)
+    pinned = opening_clarifications(transcript)
+    turns = newest_first(transcript, viewer, max(since, len(pinned)))
     return build_view(ViewRequest(
         system_prompt=system_prompt, task=task, summary=summary, newest_first=turns,
-        since=since, to_seq=len(transcript), budget=budget,
+        since=since, to_seq=len(transcript), budget=budget, problem=problem, pinned=pinned,
     ))
 
 

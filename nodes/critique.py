@@ -26,7 +26,7 @@ def plan(state: ConversationState) -> list[Call]:
     return [
         agent_call(
             state, critic, summaries.get(critic["id"]), kind="critique", round_no=round_no, target=target["id"],
-            task=render(template, problem=state["problem"], role=critic["role"], target=target["id"],
+            task=render(template, role=critic["role"], target=target["id"],
                         length=reply_length(critic["max_output_tokens"]),
                         target_role=target["role"], proposal=transcript[seq]["content"]),
         )

@@ -37,7 +37,7 @@ def plan(state: ConversationState) -> list[Call]:
     """One structured call to the judge, over the same view the speakers have."""
     _, turn_no = next_step(state)
     settings = state["settings"]
-    ask = render(load_prompt("phases/moderate"), topic=state["problem"], turns_taken=turn_no - 1,
+    ask = render(load_prompt("phases/moderate"), turns_taken=turn_no - 1,
                  participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]))
     summary = table_summary(state)
     return [agent_call(state, settings["judge"], summary, kind="moderation", round_no=turn_no, task=ask,

@@ -22,7 +22,7 @@ def plan(state: ConversationState) -> list[Call]:
     template = load_prompt("phases/propose")
     return [
         agent_call(state, a, summaries.get(a["id"]), kind="proposal", round_no=1,
-                   task=render(template, problem=state["problem"], role=a["role"],
+                   task=render(template, role=a["role"],
                                length=reply_length(a["max_output_tokens"])))
         for a in agents
     ]

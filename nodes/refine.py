@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
+from debate_engine.memory import SummaryRecord
 from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.phase import phase_node
@@ -17,22 +19,31 @@ from debate_engine.prompts import load_prompt, render
 
 
 def plan(state: ConversationState) -> list[Call]:
-    """One call per agent: its current proposal is the task, the critiques of it are its history."""
+    """One call per agent: the critiques of its current proposal are its newest history, the refinement its task."""
     _, round_no = next_step(state)
     agents = state["settings"]["agents"]
     emit({"event": "phase_started", "phase": "refine", "round": round_no, "rounds": state["settings"]["rounds"]})
     summaries = summaries_of(state, agents)
-    template = load_prompt("phases/refine")
-    calls = []
-    for agent in agents:
-        seq = latest_position(state, agent["id"])
-        proposal = state["transcript"][seq]["content"] if seq is not None else "(no proposal yet)"
-        calls.append(agent_call(
-            state, agent, summaries.get(agent["id"]), kind="refinement", round_no=round_no, exclude=seq,
-            task=render(template, problem=state["problem"], proposal=proposal,
-                        length=reply_length(agent["max_output_tokens"])),
-        ))
-    return calls
+    return [refine_call(state, agent, summaries.get(agent["id"]), round_no) for agent in agents]
+
+
+def refine_call(state: ConversationState, agent: AgentProfile, summary: SummaryRecord | None, round_no: int) -> Call:
+    """The task names the agent's current proposal where its history shows it, and quotes it only where not.
+
+    Kept in place, the proposal leaves the history a prefix of the next round's (a cache hit at the provider);
+    quoted, it would have to come out of the middle of the history.
+    """
+    template, seq = load_prompt("phases/refine"), latest_position(state, agent["id"])
+    length = reply_length(agent["max_output_tokens"])
+    position = state["transcript"][seq] if seq is not None else None
+    where = f"your {position['kind']} of round {position['round']}, in your history above." if position else ""
+    call = agent_call(state, agent, summary, kind="refinement", round_no=round_no,
+                      task=render(template, proposal=where, length=length))
+    if position is not None and seq is not None and seq >= call.view["from_seq"]:
+        return call
+    quoted = f"\n\n{position['content']}" if position else "(no proposal yet)"
+    return agent_call(state, agent, summary, kind="refinement", round_no=round_no,
+                      task=render(template, proposal=quoted, length=length))
 
 
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def plan(state: ConversationState) -> list[Call]:
     schema = judge_schema(judge["max_output_tokens"])
     if settings.get("synthesis") == "merge" or settings.get("judge_history") == "final_round":
         # the final refinements only: no debate in the judge's view
-        ask = render(load_prompt("phases/merge"), problem=state["problem"], proposals=merge_material(state),
+        ask = render(load_prompt("phases/merge"), proposals=merge_material(state),
                      positions=judge_note(state), length=reply_length(judge["max_output_tokens"]))
         alone = {**state, "transcript": [], "summary_log": []}
         return [agent_call(alone, judge, None, kind="synthesis", round_no=state["round"], task=ask,  # type: ignore[arg-type]
@@ -69,7 +69,6 @@ def plan(state: ConversationState) -> list[Call]:
     summary = table_summary(state) if roundtable else summaries_of(state, [judge]).get(judge["id"])
     ask = render(
         load_prompt("phases/synthesize"),
-        problem=state["problem"],
         rounds=state["round"],
         participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
         summary_note=" and in the summary of its earlier part" if summary else "",

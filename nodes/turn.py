@@ -31,7 +31,7 @@ def plan(state: ConversationState) -> list[Call]:
     settings = state["settings"]
     speaker = speaker_of(state, turn_no)
     profile = next(a for a in settings["agents"] if a["id"] == speaker)
-    task = render(load_prompt("phases/turn"), topic=state["problem"], turn=turn_no,
+    task = render(load_prompt("phases/turn"), turn=turn_no,
                   length=reply_length(profile["max_output_tokens"]),
                   max_turns=settings["roundtable"]["max_turns"], role=profile["role"])
     summary = table_summary(state)

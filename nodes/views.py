@@ -25,6 +25,9 @@ from debate_engine.nodes.schedule import TABLE_ID
 
 DEBATER_KINDS = frozenset({"proposal", "critique", "refinement", "message"})
 """The turns the debaters write (a reply note never reaches the judge, the moderator or clarifications)."""
+FRAMED_KINDS = DEBATER_KINDS | {"synthesis", "moderation"}
+"""Calls whose prompt opens with the problem, right after the system prompt (the clarifying questions and the
+assessments put it in their own task)."""
 
 
 def budget_of(profile: AgentProfile) -> Budget:
@@ -75,11 +78,13 @@ def agent_call(
     round_no: int,
     task: str,
     target: str | None = None,
-    exclude: int | None = None,
     schema: type[BaseModel] | None = None,
     budget: Budget | None = None,
 ) -> Call:
-    """Build the budgeted prompt ``profile`` will answer for one turn (with the round's reply note, if any)."""
+    """Build the budgeted prompt ``profile`` will answer for one turn (with the round's reply note, if any).
+
+    The task is the prompt's last part, so an agent's calls of one phase differ only there.
+    """
     note = (state["settings"].get("reply_notes") or {}).get(str(round_no))
     if note and kind in DEBATER_KINDS:
         task = f"{task}\n\n{note}"
@@ -87,7 +92,8 @@ def agent_call(
         schema = contribution_schema(profile["max_output_tokens"])
     view = working_view(
         state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
-        task=task, budget=budget or budget_of(profile), exclude=exclude,
+        task=task, budget=budget or budget_of(profile),
+        problem=state.get("problem", "") if kind in FRAMED_KINDS else "",
     )
     return Call(
         agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,

@@ -32,6 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
+from debate_engine.memory.budget import PROBLEM_HEADER
 from debate_engine.memory.tokens import count_tokens
 
 VOCABULARY = [
@@ -220,7 +221,13 @@ def evaluate(expression: str) -> int:
 
 
 def _task_of(prompt: str) -> str:
-    """The part of a prompt that states the task (where the problem is), else the whole prompt."""
+    """The part of a prompt that states the problem (its own section, else the task), else the whole prompt.
+
+    Never the history: other agents' turns hold numbers that are not the question.
+    """
+    if PROBLEM_HEADER in prompt:
+        problem = prompt[prompt.find(PROBLEM_HEADER) + len(PROBLEM_HEADER):]
+        return problem.split("\n## ", 1)[0]
     return prompt[prompt.rfind(TASK_HEADING):] if TASK_HEADING in prompt else prompt
 
 
