@@ -6,6 +6,11 @@ then applies the replies. Each finished task is written to the checkpoint on
 its own, so a resumed phase re-runs only the calls that had not finished; the
 prompts travel as task arguments and are never stored. Every node has a sync
 and an async body, so ``invoke`` and ``ainvoke`` both work.
+
+A round's phase also makes, beside its calls, the summaries the step after it
+will want (``summaries.ahead``): planned after its calls from the same input
+state, so a resumed phase finds each task where it was, and applied with the
+phase's own update.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import wait
 from typing import Any
 
 from langchain_core.runnables import RunnableLambda
@@ -20,14 +26,18 @@ from langgraph.errors import GraphInterrupt
 
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
-from debate_engine.nodes.calls import amodel_call, model_call
+from debate_engine.nodes.calls import Call, amodel_call, model_call
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.spend import fits, spend_figures
 from debate_engine.nodes.status import emit
+from debate_engine.nodes.summaries import SummaryCall, ahead, applied, asummary_call, summary_call
 
 Plan = Callable[[ConversationState], Sequence[Any]]
 Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
 
+
+SUMMARY_TASKS: tuple[Any, Any] = (summary_call, asummary_call)
+"""The tasks that make the summaries beside a round's calls (sync, async)."""
 
 ROUND_PHASES = frozenset({"propose", "critique", "refine", "turn"})
 """The phases whose running time counts against ``timeoutPerRound``."""
@@ -61,6 +71,36 @@ def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Se
     if not fits(state, wanted * 2):  # room for the calls, not for retrying them all
         calls = [c.without_retries() for c in calls]
     return calls, None
+
+
+def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[SummaryCall]:
+    """The summaries to make beside a round's calls, when the spend cap has room for both."""
+    if name not in ROUND_PHASES:
+        return []
+    extra = ahead(state, name, [c for c in calls if isinstance(c, Call)])
+    wanted = [r for c in [*calls, *extra] for r in c.reserve()]
+    if not extra or not fits(state, wanted):
+        return []  # the summarize node weighs what is still due before the next step, against the cap then
+    return extra if fits(state, wanted * 2) else [s.without_retries() for s in extra]
+
+
+def _planned(name: str, state: ConversationState, plan: Plan) -> tuple[Sequence[Any], list[SummaryCall], Any]:
+    """The phase's calls, the summaries to make beside them, or the update that stops the debate."""
+    calls, stop = _gate(name, state, plan(state))
+    return calls, [] if stop is not None else _beside(name, state, calls), stop
+
+
+def _finish(name: str, state: ConversationState, apply: Apply, planned: tuple[Sequence[Any], list[SummaryCall]],
+            results: list[Any], started: float) -> dict[str, Any]:
+    """Apply the phase's replies and the summaries made beside them; charge them all."""
+    calls, extra = planned
+    update = apply(state, calls, results[:len(calls)])
+    if extra:
+        records = results[len(calls):]
+        update |= applied(extra, records)
+        if "status" in update:
+            update["status"] = {**update["status"], "summaries": update["status"]["summaries"] + len(records)}
+    return _timed(name, state, _settle(state, [*calls, *extra], results, update), started)
 
 
 def _timed(name: str, state: ConversationState, update: dict[str, Any], started: float) -> dict[str, Any]:
@@ -100,6 +140,18 @@ async def _aheld(call: Awaitable[Any]) -> Any:
         return question
 
 
+def _settled(results: Sequence[Any]) -> list[Any]:
+    """The results of the summaries made beside a phase, once all have finished; the first failure, raised.
+
+    When one of the phase's own calls fails, the node waits for these before it fails in turn: a summary the
+    provider answered is then kept in the checkpoint (and charged), never asked again on resume.
+    """
+    failed = [r for r in results if isinstance(r, BaseException)]
+    if failed:
+        raise failed[0]
+    return list(results)
+
+
 def asked(results: list[Any]) -> list[Any]:
     """The results, once no call waits for a person; else pause the run on every question at once.
 
@@ -119,21 +171,32 @@ def phase_node(
     sync_task, async_task = tasks
 
     def run(state: ConversationState) -> dict[str, Any]:
-        calls, stop = _gate(name, state, plan(state))
+        calls, extra, stop = _planned(name, state, plan)
         if stop is not None:
             return stop
         started = time.monotonic()
-        results = asked([_held(f.result) for f in [sync_task(c) for c in calls]])
-        return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
+        own, beside = [sync_task(c) for c in calls], [SUMMARY_TASKS[0](s) for s in extra]
+        try:
+            results = [_held(f.result) for f in own]
+        except Exception:
+            wait(beside)  # see _settled: what the provider answered beside the phase is kept
+            raise
+        return _finish(name, state, apply, (calls, extra), asked(results + [_held(f.result) for f in beside]), started)
 
     async def arun(state: ConversationState) -> dict[str, Any]:
         # Planning reads prompt files and the token table and counts every view: off the event loop.
-        calls, stop = await asyncio.to_thread(lambda: _gate(name, state, plan(state)))
+        calls, extra, stop = await asyncio.to_thread(lambda: _planned(name, state, plan))
         if stop is not None:
             return stop
         started = time.monotonic()
-        results = asked(list(await asyncio.gather(*(_aheld(async_task(c)) for c in calls))))
-        return _timed(name, state, _settle(state, calls, results, apply(state, calls, results)), started)
+        own = asyncio.gather(*(_aheld(async_task(c)) for c in calls))
+        beside = asyncio.gather(*(_aheld(SUMMARY_TASKS[1](s)) for s in extra), return_exceptions=True)
+        try:
+            results = list(await own)
+        except Exception:
+            await beside
+            raise
+        return _finish(name, state, apply, (calls, extra), asked(results + _settled(await beside)), started)
 
     run.__name__ = arun.__name__ = name
     return RunnableLambda(run, afunc=arun, name=name)

@@ -1,235 +1,61 @@
-"""The conditional summarize step: before a phase, summarize every perspective whose trigger fired.
+"""The conditional summarize step: before a phase, summarize every speaker whose view could not wait.
 
-Which perspectives are due, what a summary reads and how it is made are
-memory rules (``memory.planning``, ``memory.summarizer``); this module only
-runs them as tasks. The judge's perspective is kept the same way, so the
-synthesis sees the whole debate through its summary and recent turns.
+Most summaries are made beside the phase before the one that needs them
+(``summaries.ahead``, run by the phase runner): this node is the fallback for
+what that projection missed, and for a step no phase precedes. The jobs, the
+tasks and how their records reach state live in ``nodes.summaries``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache, partial
 from typing import Any
 
-from langgraph.func import task
-
-from debate_engine.calls import Request, adrive, drive
-from debate_engine.calls.schemas import CHARS_PER_TOKEN, Bounded, answer_schema, chars_for, list_field, text_field
-from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import AgentProfile
-from debate_engine.graph.state import ConversationState, FacetEntry
-from debate_engine.memory import (
-    JUDGE_ID,
-    Decision,
-    Prompt,
-    StructuredSummary,
-    SummarizationSettings,
-    SummaryJob,
-    SummaryRecord,
-    count_tokens,
-    should_summarize,
-    summarize,
-    summary_material,
-)
-from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
-from debate_engine.memory.facets import FACET_CAPS
-from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import chunks, target_length
-from debate_engine.nodes.calls import run_key
+from debate_engine.graph.state import ConversationState
+from debate_engine.memory import Decision, SummaryRecord
 from debate_engine.nodes.phase import phase_node
-from debate_engine.nodes.schedule import next_step, step_key, table_profile
-from debate_engine.nodes.status import advance, emit
-from debate_engine.nodes.views import budget_of, summaries_of
-from debate_engine.prompts import load_prompt, render
-from debate_engine.providers.secrets import redact
+from debate_engine.nodes.schedule import next_step, step_key
+from debate_engine.nodes.status import advance
+from debate_engine.nodes.summaries import (
+    SummarizationAborted,
+    SummaryCall,
+    applied,
+    asummary_call,
+    backing_off,
+    decisions,
+    jobs,
+    registry_of,
+    speakers,
+    summary_call,
+    summary_request,
+    summary_schema,
+    summary_system_prompt,
+)
 
-SUMMARY_TEMPERATURE_CAP = 0.3
-
-
-class SummarizationAborted(RuntimeError):
-    """A summary failed and the settings say to stop (``abortOnFailure``)."""
+__all__ = ["SummarizationAborted", "SummaryCall", "backing_off", "due", "registry_of", "summarize_node",
+           "summary_request", "summary_schema", "summary_system_prompt"]
 
 
 def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
-    """The perspectives to summarize before the next step: its speakers' and the judge's."""
+    """The perspectives to summarize before the next step: its speakers'."""
     step, round_no = next_step(state)
-    if step == "done" or state.get("stopped") or state.get("summarized_for") == step_key(step, round_no):
+    key = step_key(step, round_no)
+    if step == "done" or state.get("stopped") or state.get("summarized_for") == key:
         return []  # a debate stopped by its spend cap goes straight to a synthesis sized to what is left
-    settings = state["settings"]
-    if settings.get("protocol") == "roundtable":
-        viewers = [table_profile(settings)]
-    elif step == "synthesize":
-        viewers = [settings["judge"]]
-    else:
-        viewers = [*settings["agents"], settings["judge"]]
-    latest = summaries_of(state, viewers)
-    out = []
-    for profile in viewers:
-        if backing_off(state.get("summary_log", []), profile["id"], round_no):
-            continue
-        decision = should_summarize(
-            state.get("transcript", []), profile["id"], latest.get(profile["id"]),
-            SummarizationSettings.model_validate(profile["summarization"]), budget_of(profile),
-        )
-        if decision.fire:
-            out.append((profile, decision))
-    return out
-
-
-MAX_BACKOFF = 16
-
-
-def backing_off(log: list[SummaryRecord], agent_id: str, round_no: int) -> bool:
-    """After ``k`` failed summaries in a row, wait ``2**(k-1)`` rounds (turns), at most 16, before trying again.
-
-    A model that cannot summarize would otherwise be asked on every turn the overflow rule fires.
-    """
-    fails, last = 0, 0
-    for record in reversed(log):
-        if record["agent_id"] != agent_id:
-            continue
-        if record["status"] == "ok":
-            break
-        last = last or record["round"]
-        fails += 1
-    return fails > 0 and round_no < last + min(2 ** (fails - 1), MAX_BACKOFF)
-
-
-@dataclass(frozen=True)
-class SummaryCall:
-    """One summary to make, with the agent whose model makes it."""
-
-    agent: AgentProfile
-    job: SummaryJob
-    limit: int = 0
-    """Most requests at once to the agent's provider in this run (``max_concurrency``)."""
-
-    def reserve(self) -> list[Reserve]:
-        """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
-        job = self.job
-        fixed = (count_tokens(job.system_prompt(target_length(job))) + count_tokens(job.instruction)
-                 + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
-        models = (self.agent["model"], *self.agent["fallback_models"])
-        reserves: list[Reserve] = [
-            (models, *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
-                                 self.agent["max_output_tokens"]))
-            for part in chunks(job.plan.turns, job.budget.recent)
-        ]
-        return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
-
-    def without_retries(self) -> SummaryCall:
-        """The same summary with no second attempt (when the spend cap has no room for one)."""
-        return dataclasses.replace(self, job=dataclasses.replace(self.job, retries=0))
-
-    def charge(self, record: SummaryRecord) -> list[tuple[str, str, str, Usage]]:
-        """What it spent: every attempt, priced by the model that made it."""
-        attempts = record.get("attempts")
-        if attempts is None:  # a record checkpointed before attempts were recorded
-            usage = record["usage"] or Usage(input_tokens=record["tokens_before"],
-                                             output_tokens=record["tokens_after"], total_tokens=0)
-            return [(self.agent["id"], "summarize", record["model"], usage)]
-        return [(self.agent["id"], "summarize", a["model"], a["usage"]) for a in attempts if a.get("usage")]
-
-
-def summary_system_prompt(profile: AgentProfile, length: int) -> str:
-    """The summarizer's instructions for a target length: the agent's own prompt file, else the built-in one."""
-    if profile["summary_prompt"]:
-        return profile["summary_prompt"]
-    who = "the judge (the whole debate)" if profile["id"] == JUDGE_ID else f"the {profile['role']} agent {profile['id']}"
-    return render(load_prompt("phases/summarize"), who=who, max_length=length)
+    return decisions(state, speakers(state["settings"], step), round_no, state.get("transcript", []), key)
 
 
 def plan(state: ConversationState) -> list[SummaryCall]:
     """One summary job per due perspective, in a fixed order."""
     _, round_no = next_step(state)
-    calls = []
-    for profile, decision in due(state):
-        settings = SummarizationSettings.model_validate(profile["summarization"])
-        budget = budget_of(profile)
-        previous = summaries_of(state, [profile]).get(profile["id"])
-        material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
-        fold_note = " and fold the previous summary into the new one" if material.plan.fold else ""
-        calls.append(SummaryCall(agent=profile, limit=state["settings"]["max_concurrency"], job=SummaryJob(
-            agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
-            strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
-            max_output_tokens=profile["max_output_tokens"], budget=budget,
-            system_prompt=partial(summary_system_prompt, profile),
-            instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
-            model_spec=profile["model"],
-        )))
-    return calls
-
-
-@lru_cache(maxsize=32)
-def summary_schema(max_output_tokens: int) -> type[Bounded]:
-    """A summary's structured form sized to its output budget: fewer, shorter facet lists when it is small."""
-    count = {name: min(cap, max(1, max_output_tokens // 200)) for name, cap in FACET_CAPS.items()}
-    item = min(160, max(24, int(max_output_tokens * 0.3 * CHARS_PER_TOKEN / sum(count.values()))))
-    return answer_schema(
-        "StructuredSummary", StructuredSummary.__doc__ or "",
-        narrative=text_field(str(StructuredSummary.model_fields["narrative"].description),
-                             chars_for(max_output_tokens, 0.6)),
-        **{name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
-           for name, n in count.items()},
-    )
-
-
-def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
-    """The road's request for one of a summary's prompts: the agent's models, cooler, its tokens off the stream."""
-    agent = call.agent
-    return Request(
-        models=(agent["model"], *agent["fallback_models"]), system=prompt.system, user=prompt.user,
-        temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
-        timeout_s=agent["timeout_s"], schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
-        prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
-        tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
-    )
-
-
-def _redacted(record: SummaryRecord) -> SummaryRecord:
-    if record["error"]:
-        record["error"] = redact(record["error"])
-    return record
-
-
-@task(name="summary_call")  # type: ignore[arg-type]
-def summary_call(call: SummaryCall) -> SummaryRecord:
-    """One summary (one or more model calls) as a task: durable once made; a failure is a record."""
-    return _redacted(drive(summarize(call.job, emit=emit), partial(summary_request, call)))
-
-
-@task(name="summary_call")  # type: ignore[arg-type]
-async def asummary_call(call: SummaryCall) -> SummaryRecord:
-    """The async twin of :func:`summary_call`: its requests share the run's slots on the event loop."""
-    return _redacted(await adrive(summarize(call.job, emit=emit), partial(summary_request, call)))
-
-
-def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEntry]]:
-    """The facet registry's new entries: every item each good summary recorded, keyed case-insensitively."""
-    out: dict[str, dict[str, FacetEntry]] = {}
-    for record in records:
-        if record["status"] != "ok":
-            continue
-        for name, items in record["facets"].items():
-            for item in items:  # type: ignore[attr-defined]
-                key = " ".join(str(item).split()).casefold()
-                entry = FacetEntry(text=str(item), first_seen=record["through"], last_seen=record["through"], count=1)
-                out.setdefault(name, {})[key] = entry
-    return out
+    return jobs(state, due(state), round_no)
 
 
 def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:
     """Append the records; stop when one failed and its settings say to abort."""
-    for call, record in zip(calls, records, strict=True):
-        settings = SummarizationSettings.model_validate(call.agent["summarization"])
-        if record["status"] == "failed" and settings.abort_on_failure:
-            raise SummarizationAborted(f"summarizing {record['agent_id']} failed ({record['error']}); "
-                                       "abortOnFailure is set")
     step, round_no = next_step(state)
-    return {"summary_log": records, "summarized_for": step_key(step, round_no), "facets": registry_of(records),
+    return {**applied(calls, records), "summarized_for": step_key(step, round_no),
             "status": advance(state, "summarize", state["round"], summaries=records)}
 
 
