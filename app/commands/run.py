@@ -171,8 +171,6 @@ def people(context: Any) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.runner import run_until_signal
-
     load_env_file(args.env_file)
     problem = problem_of(args)
     check_outputs(args)
@@ -187,8 +185,30 @@ def main(args: argparse.Namespace) -> int:
 
         print(render_estimate(estimate(context, problem)))
         return 0
+    start_embedded_model(args, context)
+    from debate_engine.app.runner import run_until_signal  # LangGraph's imports: the embedded model loads meanwhile
+
     args.thread_id = args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     return run_until_signal(_run(args, problem, context))
+
+
+def start_embedded_model(args: argparse.Namespace, context: Any) -> None:
+    """Start the embedded model's server now when a seat's model is it, settings checked, nothing else started yet.
+
+    Its load (seconds) then overlaps the imports and the graph's build (about a second) instead of following them.
+    """
+    from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
+    from debate_engine.providers.factory import default_model, provider_of
+    from debate_engine.providers.local_server import start_server
+
+    every_seat = args.model or ("" if args.config else default_model())  # without a config file, one model for all
+    if every_seat and provider_of(every_seat) != "local":
+        return  # known without resolving the settings again
+
+    settings = resolve(context)
+    if any(provider_of(p["model"]) == "local" for p in (*settings["agents"], settings["judge"]) if not is_human(p)):
+        start_server()
 
 
 async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
