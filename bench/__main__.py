@@ -10,6 +10,7 @@
   fork          the bytes a fork adds against the original's bytes up to round K plus the fork's new rounds
   positions     tokens with positions against the same debate without them; the judge's checks per round
   cache         prompt-cache hits by OpenAI's rule, 3 agents x 8 rounds of 200-word replies on the loopback server
+  waves         sequential model steps and wall time at R = 2, 4, 8 on a 300 ms server, summaries firing
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -26,7 +27,7 @@ from pathlib import Path
 from bench.common import Runs, section, table
 
 NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable", "startup", "workers",
-         "cache", "compare", "fork", "positions"]
+         "cache", "compare", "fork", "positions", "waves"]
 
 
 def sizes(args: argparse.Namespace) -> list[int]:
@@ -80,6 +81,8 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "cache": ("Prompt caching: cache-hit share and billed-equivalent input tokens (OpenAI's rule)", bench_cache),
         "compare": ("`debate compare` overhead: single on the fake vs the fake in a loop", lambda: __import__(
             "bench.compare", fromlist=["bench_compare"]).bench_compare(folder)),
+        "waves": ("Summaries off the critical path: sequential model steps (waves) against 2R+2", lambda: __import__(
+            "bench.waves", fromlist=["bench_waves"]).bench_waves()),
     }
     for name in NAMES:
         if name in chosen:

@@ -18,7 +18,8 @@ def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "debate_engine.app.cli", "probe", "--model", "local:smollm2",
          "--agents", "architect,performance,security", "--rounds", "6", "--facts", "10", "--plant-rounds", "1,4",
-         "--max-output-tokens", "96", "--context-window", "2048", "--quiet", "--output", str(out)],
+         "--max-output-tokens", "96", "--context-window", "2048", "--quiet", "--output", str(out),
+         "--timeout", "600"],  # a loaded CI machine may run the 135M model far slower than an interactive one
         capture_output=True, text=True, timeout=1800,
     )
     assert result.returncode == 0, result.stderr[-2000:]
