@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "synthesis", "summary")
+PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "assessment", "synthesis",
+          "summary")
 """The order phases are listed in."""
 
 
@@ -35,7 +36,8 @@ def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[s
 def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per model-written turn and per summary: agent, phase, requests, tokens in and out, latencies.
 
-    The roundtable moderator's choices write no turn: one row holds them all, from the spend record. Calls
+    The roundtable moderator's choices and the judge's checks after a round write no turn: one row holds
+    each kind, from the spend record. Calls
     that left no record (clarifying questions that asked none) make one more row, so the rows add up to the
     state's spend, which counts every request the provider answered.
     """
@@ -43,12 +45,12 @@ def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
             for t in values.get("transcript", []) if t.get("model") is not None]
     rows += [_row(r["agent_id"], "summary", r) for r in values.get("summary_log", [])]
     spend = values.get("spend") or {}
-    moderated = (spend.get("by_phase") or {}).get("moderate")
-    if moderated:
-        judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
-        rows.append({"agent": judge, "phase": "moderation", "calls": moderated["calls"],
-                     "prompt": moderated["input_tokens"], "completion": moderated["output_tokens"],
-                     "latency_ms": [], "cut": 0})
+    judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
+    for phase, label in (("moderate", "moderation"), ("assess", "assessment")):
+        made = (spend.get("by_phase") or {}).get(phase)
+        if made:
+            rows.append({"agent": judge, "phase": label, "calls": made["calls"], "prompt": made["input_tokens"],
+                         "completion": made["output_tokens"], "latency_ms": [], "cut": 0})
     if spend.get("total"):
         left = {"calls": spend["total"]["calls"] - sum(r["calls"] for r in rows),
                 "prompt": spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows),
@@ -123,8 +125,9 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
         "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
         "running_s": running, "stopped_s": stopped,
         "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
-        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation")),
+        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation", "assessment")),
         "moderation_calls": sum(r["calls"] for r in rows if r["phase"] == "moderation"),
+        "assessment_calls": sum(r["calls"] for r in rows if r["phase"] == "assessment"),
         "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
         "summaries": len(ok), "failed_summaries": len(log) - len(ok),
         "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),

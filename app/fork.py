@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.config.settings import RunSettings
+from debate_engine.config.settings import RunSettings, is_human
 from debate_engine.graph.state import ForkOrigin
 
 UNFORKABLE = ("protocol", "clarify", "max_questions")
@@ -119,7 +119,8 @@ def fork_settings(values: dict[str, Any], changes: Changes, round_no: int) -> tu
                                   "prices": {**settings["prices"], **judged["prices"]}})
     _refuse_unforkable(original, settings, round_no)
     for profile in (*settings["agents"], settings["judge"]):
-        check_credentials(profile["model"])  # a missing key is an input error, found before anything is written
+        if not is_human(profile):  # a person's seat has no model and needs no key
+            check_credentials(profile["model"])  # a missing key is an input error, found before anything is written
     return context_dict, settings
 
 

@@ -1,7 +1,8 @@
 """A person's turn at the terminal: show the task and the seat's view, read the answer, hand it back.
 
 The answer is read from stdin (several lines, ended by a line holding only ``.``
-or by the end of input), or written in ``$EDITOR`` when it is set. An answer
+or by the end of input), or written in ``$EDITOR`` when it is set. Input that
+has ended answers nothing: the question stays pending for ``debate resume``. An answer
 that is a JSON object is sent as one, so a person can state a position that
 counts in the votes; the debate checks its shape and asks again when it is wrong.
 """
@@ -36,6 +37,9 @@ def answer_turn(question: dict[str, Any]) -> Any:
     show(question)
     editor = os.environ.get("EDITOR", "").strip()
     text = from_editor(editor, question) if editor else from_stdin()
+    if text is None:  # nobody is typing (a pipe ran out, a job without a terminal): never pass for them
+        raise UserError(f"the input ended before {question['seat']}'s answer; the question stays pending: "
+                        "answer it with `debate resume THREAD` (the thread id is on the run's first line)")
     if not text.strip():
         print(f"{question['seat']} passed: the turn is recorded as {PASSED!r}", file=sys.stderr)
         return ""
@@ -54,14 +58,14 @@ def show(question: dict[str, Any]) -> None:
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
-def from_stdin() -> str:
-    """Lines up to a line holding only ``.`` or the end of input."""
-    lines = []
+def from_stdin() -> str | None:
+    """Lines up to a line holding only ``.`` or the end of input; None when the input had ended already."""
+    lines: list[str] = []
     for line in sys.stdin:
         if line.rstrip("\r\n") == END:
-            break
+            return "\n".join(lines)
         lines.append(line.rstrip("\r\n"))
-    return "\n".join(lines)
+    return "\n".join(lines) if lines else None
 
 
 def from_editor(editor: str, question: dict[str, Any]) -> str:

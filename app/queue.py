@@ -153,9 +153,8 @@ async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
 async def prepare(db: str, saver: Any) -> None:
     """Create the queue's and the checkpointer's tables, one process at a time.
 
-    The lock is polled, never waited for in a statement: a waiting statement is
-    an open transaction, and the saver's ``CREATE INDEX CONCURRENTLY`` in the
-    process holding the lock would wait for it forever.
+    The lock is polled, never waited for in a statement (an open transaction): the saver's ``CREATE INDEX
+    CONCURRENTLY`` in the process holding the lock would wait for it forever.
     """
     import psycopg
     from procrastinate.schema import SchemaManager
@@ -174,10 +173,13 @@ async def prepare(db: str, saver: Any) -> None:
     # closing the connection released the lock
 
 
-def new_job(thread_id: str, problem: str, context: dict[str, Any], protocol: str = "phases") -> Job:
-    """A job for one thread: ``lock`` runs one job per thread at a time, ``queueing_lock`` queues it once."""
+def new_job(thread_id: str, problem: str, context: dict[str, Any], protocol: str = "phases",
+            samples: int | None = None) -> Job:
+    """A job for one thread (a sample's with its ``samples``): ``lock`` runs one job per thread at a time,
+    ``queueing_lock`` queues it once."""
+    given: dict[str, Any] = {"thread_id": thread_id, "problem": problem, "context": context, "protocol": protocol}
     return Job(queue=QUEUE, lock=thread_id, queueing_lock=thread_id, task_name=TASK,
-               task_kwargs={"thread_id": thread_id, "problem": problem, "context": context, "protocol": protocol})
+               task_kwargs=given if samples is None else {**given, "samples": samples})
 
 
 async def note(app: App, job: Job, *, worker: str | None = None, error: str | None = None) -> None:
@@ -199,17 +201,14 @@ def error_text(exc: BaseException) -> str:
 
 
 async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: dict[str, Any],
-                     protocol: str = "phases") -> str:
-    """The task: run (or continue) one debate thread to its end.
-
-    A job queued before jobs named their protocol is a phase debate's.
-    """
+                     protocol: str = "phases", samples: int = 1) -> str:
+    """The task: run (or continue) one debate thread to its end (a job naming no protocol: a phase debate's)."""
     extra = job.additional_context
     name = extra["worker"]
     await note(job.app, job.job, worker=name)
     try:
         async with athread_lock(extra["db"], thread_id):
-            values = await drive_thread(extra["graphs"], thread_id, problem, context, name, protocol)
+            values = await drive_thread(extra["graphs"], thread_id, problem, context, name, protocol, samples)
     except asyncio.CancelledError:
         if job.abort_reason() != AbortReason.SHUTDOWN:
             raise
@@ -226,12 +225,11 @@ async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: 
 
 
 async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, context: dict[str, Any], name: str,
-                       protocol: str = "phases") -> Any:
+                       protocol: str = "phases", samples: int = 1) -> Any:
     """Start the thread from its problem, or continue it from its last checkpoint; answer no questions.
 
-    ``graphs`` holds each protocol's graph on the shared checkpointer. A stored
-    thread continues on the protocol its state names, whatever the job says:
-    resubmitting a thread continues that debate.
+    A stored thread continues on the protocol its state names, whatever the job says (resubmitting continues
+    that debate); a new ``sample`` draws ``samples`` answers; ``graphs`` share the checkpointer.
     """
     from langgraph.types import Command
 
@@ -253,7 +251,8 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
                                    f"{status.get('phase')}" if snapshot.values else f"starting ({protocol})"))
     # The settings travel with the input too: a debate stopped before its setup finished resumes with them
     # anywhere (`debate resume` included); once setup has fixed them in state, the context no longer matters.
-    payload: Any = None if snapshot.values else {"problem": problem, "context": context_dict(settings)}
+    payload: Any = None if snapshot.values else {"problem": problem, "context": context_dict(settings),
+                                                 **({"samples": samples} if protocol == "sample" else {})}
     while True:
         stream = graph.astream(payload, config, context=settings, stream_mode="updates", durability="sync")
         async for _ in stream:
@@ -262,7 +261,9 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
         if not snapshot.interrupts:
             return snapshot.values
         request = snapshot.interrupts[0].value
-        payload = Command(resume={e["agent_id"]: [""] * len(e["questions"]) for e in request.get("questions", [])})
+        if "questions" not in request:  # a person's turn: nobody here can answer it, and asking again loops
+            raise UserError(f"thread {thread_id} waits for a person's answer; answer it with `debate resume`")
+        payload = Command(resume={e["agent_id"]: [""] * len(e["questions"]) for e in request["questions"]})
 
 
 def context_fields_of(protocol: str | None) -> set[str]:

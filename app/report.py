@@ -181,6 +181,8 @@ def _figures(values: dict[str, Any]) -> list[str]:
         ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
         ("model calls", f"{total['calls']} ({counted(f['turn_calls'], 'turn')}, " + (
             f"{counted(f['moderation_calls'], 'moderator call')}, " if f["moderation_calls"] else "")
+         + (f"{counted(f['assessment_calls'], 'check by the judge', 'checks by the judge')}, "
+            if f["assessment_calls"] else "")
          + f"{counted(f['summary_calls'], 'summary call')})"),
         ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),

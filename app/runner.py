@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt
 
+from debate_engine.app.errors import UserError
 from debate_engine.app.human import answer_turn, is_person_question
 from debate_engine.app.progress import Progress
 
@@ -99,8 +100,13 @@ async def answers(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in sorted(interrupts, key=lambda i: (str(i.value.get("seat")), str(i.value.get("target")))
                        if is_person_question(i.value) else ("", "")):
-        out[item.id] = (await asyncio.to_thread(answer_turn, item.value) if is_person_question(item.value)
-                        else ask(item.value))
+        try:
+            out[item.id] = (await asyncio.to_thread(answer_turn, item.value) if is_person_question(item.value)
+                            else ask(item.value))
+        except UserError:
+            if not out:
+                raise
+            return out  # keep what was answered; the rest are asked again, and fail again, next time round
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from debate_engine.config.context import Context
+from debate_engine.config.context import Context, RoundtableContext
 from debate_engine.config.file import DebateSection
 
 STOP_RULES = ("fixed", "convergence", "quality")
@@ -27,6 +27,17 @@ def stop_rule(context: Context, debate: DebateSection) -> dict[str, Any]:
     return rule
 
 
+def _roundtable_problems(context: Context, debate: DebateSection) -> list[str]:
+    """The roundtable ends by its moderator or its turns: a round's stop rule would be accepted and ignored."""
+    condition = debate.termination_condition
+    rule = context.stop_rule or (condition.type if condition else "fixed")
+    if rule == "fixed":
+        return []
+    where = "stop_rule" if context.stop_rule else "debate.terminationCondition.type"
+    return [f"{where}: {rule!r} stops the phase debate after a round; the roundtable has no rounds. Use "
+            "--order moderator (the moderator declares convergence), or drop it"]
+
+
 def outcome_problems(context: Context, debate: DebateSection) -> list[str]:
     """Settings of the ending and the outcome that name something the engine does not do."""
     problems = []
@@ -39,6 +50,8 @@ def outcome_problems(context: Context, debate: DebateSection) -> list[str]:
     elif threshold is not None and not SCORE_RANGE[0] <= threshold <= SCORE_RANGE[1]:
         problems.append(f"debate.terminationCondition.threshold: {threshold} is off the rubric's 1-10 scale; use a "
                         "score from 1 to 10 (8 is 'strong')")
+    if isinstance(context, RoundtableContext):
+        problems += _roundtable_problems(context, debate)
     if context.synthesis_method and context.synthesis_method not in SYNTHESIS_METHODS:
         problems.append(f"synthesis_method: {context.synthesis_method!r} is not a method; use one of "
                         f"{', '.join(SYNTHESIS_METHODS)}")

@@ -8,7 +8,7 @@ run like a debate: it resumes, it is counted, and the spend cap holds.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired
+from typing import Any, Literal, NotRequired
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -56,6 +56,11 @@ def draw(state: SampleState, runtime: Runtime[Any]) -> dict[str, Any]:
     return update
 
 
+def counted(state: ConversationState) -> Literal["tally", "__end__"]:
+    """The vote, unless the spend cap stopped the answers: then the run ends unfinished, to start again later."""
+    return "__end__" if state.get("stopped") else "tally"
+
+
 def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]:
     """Wire the sample's nodes (uncompiled)."""
     builder = StateGraph(SampleState, context_schema=Context, input_schema=SampleInput, output_schema=OutputState)
@@ -64,7 +69,7 @@ def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]
     builder.add_node("tally", tally_votes, input_schema=ConversationState)
     builder.add_edge(START, "setup")
     builder.add_edge("setup", "propose")
-    builder.add_edge("propose", "tally")
+    builder.add_conditional_edges("propose", counted, ["tally", END])
     builder.add_edge("tally", END)
     return builder
 

@@ -48,7 +48,8 @@ def due(state: ConversationState) -> bool:
     if rule["type"] != "convergence" or round_no < rule.get("min_round", 2):
         return False
     held = [t["position"] for t in final_positions(state).values()]  # type: ignore[typeddict-item]
-    return not held or not all(p.get("answer") for p in held)  # short answers: compared exactly, no call
+    every = len(held) == len(state["settings"]["agents"])  # a seat with no position: only the judge can compare
+    return not every or not all(p.get("answer") for p in held)  # short answers: compared exactly, no call
 
 
 def assessment_schema(kind: str, agents: tuple[str, ...]) -> type[Bounded]:

@@ -78,10 +78,12 @@ def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[S
     if name not in ROUND_PHASES:
         return []
     extra = ahead(state, name, [c for c in calls if isinstance(c, Call)])
-    wanted = [r for c in [*calls, *extra] for r in c.reserve()]
-    if not extra or not fits(state, wanted):
+    # the calls' worst case as the gate left it (a retry doubles a call), then the summaries' on top
+    worst = [r for c in calls for r in c.reserve() * (2 if getattr(c, "retry_empty", False) else 1)]
+    once = [r for s in extra for r in s.reserve()]
+    if not extra or not fits(state, worst + once):
         return []  # the summarize node weighs what is still due before the next step, against the cap then
-    return extra if fits(state, wanted * 2) else [s.without_retries() for s in extra]
+    return extra if fits(state, worst + once * 2) else [s.without_retries() for s in extra]
 
 
 def _planned(name: str, state: ConversationState, plan: Plan) -> tuple[Sequence[Any], list[SummaryCall], Any]:

@@ -83,6 +83,9 @@ def test_a_bad_tasks_file_exits_2_naming_the_line(tmp_path: Path, capsys: pytest
     (["--resume"], "holds no run of this comparison"),
     (["--turns", "4"], "--turns 4: only the roundtable takes turns; add roundtable to --protocols"),
     (["--protocols", "roundtable", "--turns", "0"], "--turns 0: give 1 to 10,000 turns"),
+    (["--queue"], "--queue hands the runs to `debate worker`s, which share a PostgreSQL database"),
+    (["--queue", "--jobs", "2", "--db", "postgresql://u@127.0.0.1:9/x"], "--jobs 2 with --queue: each worker's"),
+    (["--queue", "--max-cost", "1", "--db", "postgresql://u@127.0.0.1:9/x"], "no cap over the whole comparison"),
 ])
 def test_bad_flags_exit_2_saying_what_is_valid(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
     assert main(["compare", "builtin:arithmetic:2", "--model", "fake:solve=0.5", *argv]) == 2
@@ -101,3 +104,15 @@ def test_a_jsonl_file_runs_with_its_kinds(tmp_path: Path, capsys: pytest.Capture
     assert main(["compare", tasks, "--model", "fake:solve=1", "--protocols", "single", "--output", str(out)]) == 0
     found = json.loads(out.read_text())
     assert found["runs"][0]["answer"] == "14" and found["runs"][0]["correct"] is True
+
+
+def test_the_interval_resamples_whole_tasks_when_a_task_has_several_seeds() -> None:
+    from debate_engine.app.compare.stats import bootstrap_interval
+
+    # 10 tasks x 3 seeds, each task all right or all wrong: 10 independent draws, not 30
+    correct = [task % 2 == 0 for task in range(10) for _ in range(3)]
+    tasks = [str(task) for task in range(10) for _ in range(3)]
+    clustered = bootstrap_interval(correct, tasks=tasks)
+    naive = bootstrap_interval(correct)
+    assert clustered[1] - clustered[0] > naive[1] - naive[0]
+    assert bootstrap_interval(correct[::3], tasks=tasks[::3]) == bootstrap_interval(correct[::3])

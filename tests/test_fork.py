@@ -84,6 +84,9 @@ def bad(original: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
     (["o", "--round", "1", "--variants", "rounds=two"], r"rounds='two' in variant 1 is not a whole number"),
     (["o", "--round", "1", "--variants", "model=fake", "--report", "r.md"], r"with --variants, write each fork's"),
     (["o", "--round", "1", "--thread-id", "o"], r"--thread-id o: that is the original"),
+    (["o", "--round", "1", "--variants", "model=fake", "--queue"], r"--queue hands the forks to `debate worker`s, "
+                                                                   r"which share a PostgreSQL database"),
+    (["o", "--round", "1", "--queue"], r"one fork runs here: add --variants, or leave --queue out"),
     (["o", "--round", "1", "--agents", "wizard"], r"agents: 'wizard' is not a role"),
     (["o", "--round", "1", "--model", "openai:gpt-4o-mini"], r"OPENAI_API_KEY is not set"),
 ])

@@ -112,3 +112,28 @@ def test_the_report_and_the_final_line_say_what_the_judge_checked(server: OpenAI
     assert "- the judge's check after each round (quality): round 1: 6 (security); round 2: 9 (kiss)" in report
     assert "- stopped early: quality in round 2: kiss's proposal scored 9 (threshold 8): complete" in report
     assert (verdict_line(values) or "").endswith("; stopped early: quality in round 2")
+    assert "2 checks by the judge, " in report  # the Figures row counts the checks, which leave no turn
+    assert "without a record" not in report
+
+
+def test_a_round_stop_rule_in_the_roundtable_is_refused_not_ignored(tmp_path: Path) -> None:
+    from debate_engine.config.context import context_of
+    from debate_engine.config.resolve import resolve
+
+    for rule in ("quality", "convergence"):
+        with pytest.raises(ConfigError, match="the roundtable has no rounds"):
+            resolve(context_of({"protocol": "roundtable", "turns": 4, "model": "fake", "stop_rule": rule}, None))
+
+
+def test_a_seat_without_a_position_sends_convergence_to_the_judge() -> None:
+    from debate_engine.nodes.assess import due
+
+    said = {"position": "p", "reason": "r", "confidence": 50, "answer": "42"}
+    turns = [{"seq": 0, "id": "refinement:r2:a", "kind": "refinement", "speaker": "a", "position": said},
+             {"seq": 1, "id": "refinement:r2:b", "kind": "refinement", "speaker": "b", "position": None}]
+    state: Any = {"transcript": turns, "phase": "refine", "round": 2, "stopped": None, "assessments": [],
+                  "settings": {"rounds": 4, "agents": [{"id": "a"}, {"id": "b"}],
+                               "stop_rule": {"type": "convergence", "min_round": 2}}}
+    assert due(state)  # b stated nothing: the answers cannot be compared exactly
+    turns[1]["position"] = said
+    assert not due(state)  # every seat states a short answer: compared exactly, no call

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from debate_engine.app.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, UserError
+from debate_engine.app.errors import EXIT_INTERRUPTED, EXIT_PROVIDER, EXIT_TERMINATED, UserError
 from debate_engine.app.outputs import add_db, add_progress, check_outputs, load_env_file
 
 TURNS_PER_AGENT = 3
@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     cmd.add_argument("--resume", action="store_true", help="continue a stopped comparison (Ctrl-C exits 130): "
                      "finished runs are read back, never run again; refused when the database holds none of its "
                      "runs (the same command without it also continues)")
+    cmd.add_argument("--queue", action="store_true", help="PostgreSQL --db only: submit the runs to the job "
+                     "queue for `debate worker`s (on any machine) instead of running them here, wait for them, "
+                     "then print the table; Ctrl-C leaves them queued and the same command waits again")
     cmd.add_argument("--output", help="write everything (figures and every run) as JSON here")
     cmd.add_argument("--md", help="write the Markdown table here too")
     cmd.add_argument("--plot", help="write an SVG chart here: accuracy and its interval against tokens per task")
@@ -52,7 +55,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.commands.run import context_from_args
+    from debate_engine.app.commands.run import context_from_args, people
     from debate_engine.app.compare.protocols import parse_budget, parse_protocols
     from debate_engine.app.compare.tasks import load_tasks
     from debate_engine.app.runner import Stopped, run_until_signal
@@ -65,16 +68,42 @@ def main(args: argparse.Namespace) -> int:
     if args.turns is not None and "roundtable" not in names:
         raise UserError(f"--turns {args.turns}: only the roundtable takes turns; add roundtable to --protocols, "
                         "or leave --turns out")
+    _check_queue(args)
     tasks = load_tasks(args.tasks)
     check_outputs(args)
     context = context_from_args(argparse.Namespace(**{**vars(args), "turns": None}))
+    if seated := people(context):
+        raise UserError(f"--agents: a person ({', '.join(seated)}) cannot sit at a comparison of hundreds of runs; "
+                        "compare models, and seat persons in `debate run --human NAME`")
     roundtable = _roundtable(args, context) if "roundtable" in names else None
+    from debate_engine.app.compare.queued import QueuedRunFailed
     from debate_engine.app.compare.session import comparison_id, run_comparison
 
     try:
         return run_until_signal(run_comparison(args, names, budget, tasks, context, roundtable))
     except Stopped as exc:
         return _stopped(args, exc.signum, comparison_id(tasks, context))
+    except QueuedRunFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_PROVIDER
+
+
+def _check_queue(args: argparse.Namespace) -> None:
+    """``--queue`` needs the PostgreSQL database the workers share, and takes no setting only this process uses."""
+    from debate_engine.app.outputs import db_of
+    from debate_engine.app.persistence import is_postgres
+
+    if not args.queue:
+        return
+    if not is_postgres(db_of(args)):
+        raise UserError("--queue hands the runs to `debate worker`s, which share a PostgreSQL database: pass --db "
+                        "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
+                        "so leave --queue out to run the comparison here")
+    for flag, value, why in (("--jobs", args.jobs, "each worker's --concurrency sets the runs at once"),
+                             ("--max-cost", args.max_cost, "the workers run the runs at once, so no cap over the "
+                              "whole comparison can hold")):
+        if value is not None:
+            raise UserError(f"{flag} {value} with --queue: {why}; leave {flag} out, or leave --queue out to run here")
 
 
 def _roundtable(args: argparse.Namespace, context: Any) -> Any:
@@ -96,9 +125,10 @@ def _stopped(args: argparse.Namespace, signum: int, name: str) -> int:
 
     word, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated", EXIT_TERMINATED)
     lead = "\r\033[K" if sys.stderr.isatty() else ""  # the live progress line ends first
-    print(redact(f"{lead}error: {word}; every finished run of comparison {name} is saved in {db_of(args)}.\n"
-                 "Continue with the same command, or the same command with --resume: finished runs are read back, "
-                 "never run again."), file=sys.stderr)
+    queued = ("; its queued runs stay in the queue and `debate worker`s go on running them.\nWait for them and "
+              "print the table with the same command" if args.queue else ".\nContinue with the same command")
+    print(redact(f"{lead}error: {word}; every finished run of comparison {name} is saved in {db_of(args)}{queued}, "
+                 "or the same command with --resume: finished runs are read back, never run again."), file=sys.stderr)
     return code
 
 

@@ -8,7 +8,7 @@ import sys
 import uuid
 from typing import Any
 
-from debate_engine.app.errors import UserError
+from debate_engine.app.errors import EXIT_INTERRUPTED, EXIT_PROVIDER, EXIT_TERMINATED, UserError
 from debate_engine.app.outputs import (
     THREAD_HELP,
     add_db,
@@ -40,6 +40,9 @@ def register(sub: Any) -> None:
                       "side: 'model=a;model=b;agents=x,y'")
     fork.add_argument("--thread-id", help="the fork's thread id (default: THREAD-fork-rK-XXXXXX); with --variants "
                       "each fork is ID-1, ID-2, ...")
+    fork.add_argument("--queue", action="store_true", help="with --variants on a PostgreSQL --db: write the forks "
+                      "here, let `debate worker`s run them, wait, then print the table; Ctrl-C leaves them queued "
+                      "and the same command waits again")
     add_progress(fork)
     add_outputs(fork)
     add_db(fork)
@@ -58,17 +61,50 @@ def main(args: argparse.Namespace) -> int:
     if args.config is not None and not args.config.strip():
         raise UserError("--config '': the path is empty; give a config file, or leave --config out to keep the "
                         "original's")
+    _check_queue(args)
     if args.variants is None:
         return run_until_signal(_fork(args, [base]))
     if args.output or args.report:
         raise UserError("--output and --report write one debate; with --variants, write each fork's with "
                         "`debate show THREAD --output FILE` afterwards")
-    return run_until_signal(_fork(args, [v.over(base) for v in parse_variants(args.variants)]))
+    variants = [v.over(base) for v in parse_variants(args.variants)]
+    if not args.queue:
+        return run_until_signal(_fork(args, variants))
+    from debate_engine.app.compare.queued import QueuedRunFailed
+    from debate_engine.app.runner import Stopped
+
+    try:
+        return run_until_signal(_fork(args, variants))
+    except Stopped as exc:
+        return _stopped(args, exc.signum, _threads(args, len(variants)))
+    except QueuedRunFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_PROVIDER
+
+
+def _check_queue(args: argparse.Namespace) -> None:
+    """``--queue`` spreads the variants' forks over the workers, which share a PostgreSQL database."""
+    from debate_engine.app.persistence import is_postgres
+
+    if args.queue and args.variants is None:
+        raise UserError("--queue hands --variants' forks to `debate worker`s; one fork runs here: add --variants, "
+                        "or leave --queue out")
+    if args.queue and not is_postgres(db_of(args)):
+        raise UserError("--queue hands the forks to `debate worker`s, which share a PostgreSQL database: pass --db "
+                        "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
+                        "so leave --queue out to run the variants here")
 
 
 def _threads(args: argparse.Namespace, count: int) -> list[str]:
-    """The forks' thread ids: ``--thread-id`` (numbered with variants), else new ones named after the original."""
-    base = args.thread_id or f"{args.thread}-fork-r{args.round}-{uuid.uuid4().hex[:6]}"
+    """The forks' thread ids: ``--thread-id`` (numbered with variants), else new ones named after the original.
+
+    With ``--queue`` the default is named after the variants too, so the same command finds its queued forks.
+    """
+    import hashlib
+
+    tag = hashlib.sha256(f"{args.variants}|{args.model}|{args.agents}|{args.judge_model}|{args.rounds}|"
+                         f"{args.config}".encode()).hexdigest()[:6] if args.queue else uuid.uuid4().hex[:6]
+    base = args.thread_id or f"{args.thread}-fork-r{args.round}-{tag}"
     return [base] if args.variants is None else [f"{base}-{n}" for n in range(1, count + 1)]
 
 
@@ -90,17 +126,76 @@ async def _fork(args: argparse.Namespace, variants: list[Any]) -> int:
         origin = origin_of(point, args.thread, args.round)
         plans = [(thread, changes, fork_values(point, *fork_settings(point.values, changes, args.round), origin))
                  for thread, changes in zip(threads, variants, strict=True)]  # every mistake found before a write
-        for thread in threads:
-            await ensure_new(reader, thread)
         graph = graph_for(protocol_of(point.values), saver)
+        kept = await _kept(graph, plans) if args.queue else set()
+        for thread in threads:
+            if thread not in kept:
+                await ensure_new(reader, thread)
         if args.variants is None:
             thread, changes, values = plans[0]
             return await _single(args, db, graph, point, thread, changes, values)
-        runs = [_run(db, graph, point, thread, values, quiet=True) for thread, _, values in plans]
         for thread, changes, _ in plans:
-            say(args, f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}")
-        results = await asyncio.gather(*runs, return_exceptions=True)
+            say(args, f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}"
+                + (" (written before; not written again)" if thread in kept else ""))
+        if args.queue:
+            results = await _queued(args, db, graph, point, plans, kept)
+        else:
+            runs = [_run(db, graph, point, thread, values, quiet=True) for thread, _, values in plans]
+            results = await asyncio.gather(*runs, return_exceptions=True)
     return _table(args, original, plans, results)
+
+
+async def _kept(graph: Any, plans: list[Any]) -> set[str]:
+    """The forks a ``--queue`` run of the same command wrote before: same origin, same settings."""
+    kept = set()
+    for thread, _, values in plans:
+        stored = (await graph.aget_state({"configurable": {"thread_id": thread}})).values
+        if stored and stored.get("forked_from") == values["forked_from"] and stored.get("context") == values["context"]:
+            kept.add(thread)
+    return kept
+
+
+async def _queued(args: argparse.Namespace, db: str, graph: Any, point: Any, plans: list[Any],
+                  kept: set[str]) -> list[Any]:
+    """Write the new forks, let the workers run every unfinished one, wait; each fork's values or failure."""
+    from debate_engine.app.compare.queued import QueuedRunFailed, Run, submit, wait
+    from debate_engine.app.fork import write_fork
+    from debate_engine.app.persistence import athread_lock
+    from debate_engine.app.queue import open_queue
+    from debate_engine.app.runner import protocol_of
+
+    async def state(thread: str) -> Any:
+        return await graph.aget_state({"configurable": {"thread_id": thread}})
+
+    async with open_queue(db) as (app, _):
+        for thread, _, values in plans:
+            if thread not in kept:
+                async with athread_lock(db, thread):
+                    await write_fork(graph, point, values, thread)
+        left = [thread for thread, _, _ in plans if (await state(thread)).next]
+        await submit(app, [Run(thread, protocol=protocol_of(point.values)) for thread in left])
+        say(args, f"{len(left)} fork(s) on the queue; `debate worker`s run them")
+        done = [0]
+
+        async def finished(thread: str) -> None:
+            done[0] += 1
+            say(args, f"fork {thread} finished ({done[0]}/{len(left)})")
+
+        failed = await wait(app, left, finished)
+    return [QueuedRunFailed(f"fork {thread} failed on a worker: {failed[thread]}") if thread in failed
+            else dict((await state(thread)).values) for thread, _, _ in plans]
+
+
+def _stopped(args: argparse.Namespace, signum: int, threads: list[str]) -> int:
+    """Ctrl-C (or SIGTERM) while waiting for the workers: the forks stay queued; say how to wait again."""
+    import signal
+
+    from debate_engine.providers.secrets import redact
+
+    word, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated", EXIT_TERMINATED)
+    print(redact(f"error: {word}; the forks {', '.join(threads)} stay in the queue and `debate worker`s go on "
+                 "running them.\nWait for them and print the table with the same command."), file=sys.stderr)
+    return code
 
 
 async def _run(db: str, graph: Any, point: Any, thread: str, values: dict[str, Any], quiet: bool,

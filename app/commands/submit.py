@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.commands.run import add_run_options, checked_context, context_fields, problem_of
+from debate_engine.app.commands.run import add_run_options, checked_context, context_fields, people, problem_of
 from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, db_of
 
@@ -195,10 +195,12 @@ def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]
     from debate_engine.providers.factory import ModelConfigError
 
     try:
-        checked_context(context_for(protocol or "phases", fields))
+        context = checked_context(context_for(protocol or "phases", fields))
     except (ConfigError, ModelConfigError, BudgetError) as exc:
         return list(getattr(exc, "problems", None) or [str(exc)])
-    return []
+    seated = people(context)
+    return [f"agents: a person ({', '.join(seated)}) cannot sit at a queued debate, which a worker runs with no "
+            "one to ask; run it with `debate run --human NAME`"] if seated else []
 
 
 def _compact(fields: dict[str, Any]) -> dict[str, Any]:

@@ -87,9 +87,12 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
     from debate_engine.app.queue import QUEUE, open_queue, server_of
     from debate_engine.graph.builder import compile_debate
     from debate_engine.graph.roundtable import compile_roundtable
+    from debate_engine.graph.sample import compile_sample
 
     async with open_queue(db, size=concurrency + 1) as (app, saver):
-        graphs = {"phases": compile_debate(checkpointer=saver), "roundtable": compile_roundtable(checkpointer=saver)}
+        # Every protocol a job may name: `debate submit`'s, and `debate compare --queue`'s single and vote.
+        graphs = {"phases": compile_debate(checkpointer=saver), "roundtable": compile_roundtable(checkpointer=saver),
+                  "sample": compile_sample(checkpointer=saver)}
         sweeper = asyncio.create_task(_sweep(app, stall_s, name))
         print(f"[{name}] running up to {concurrency} debates at once from {server_of(db)}; a silent worker's "
               f"debates move on within {handover_bound(stall_s):g} s; stop with Ctrl-C or SIGTERM",

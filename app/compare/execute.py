@@ -3,8 +3,8 @@
 Every run is a thread ``compare:<comparison>:<protocol>:<task id>:<seed>`` in the
 debate database, driven like ``debate run`` drives one debate; a finished thread
 is read back, never run again, so the same command (or ``--resume``) after a
-Ctrl-C continues where it stopped. Runs go concurrently, ``jobs`` at a time.
-The spend cap covers the whole comparison: once it is spent, no run starts.
+Ctrl-C continues where it stopped. Runs go concurrently, ``jobs`` at a time; with
+``--queue`` they go to the workers instead (``queued.py``). The spend cap covers the whole comparison: once it is spent, no run starts.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class Comparison:
     quiet: bool = False
     spent: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "cost": 0.0})
     stopped: str | None = None
+    queue: Any = None
+    """With ``--queue``: the opened job queue, whose ``debate worker``s run the runs instead of this process."""
 
     def thread(self, protocol: Protocol, task: Task, seed: int) -> str:
         """The run's thread id: the same run always lands on the same thread."""
@@ -44,7 +46,12 @@ def finished(values: dict[str, Any]) -> bool:
 async def run_protocol(comparison: Comparison, protocol: Protocol, tasks: list[Task],
                        seeds: int) -> list[dict[str, Any]]:
     """Every (task, seed) run of ``protocol``, in task order; runs the cap left unstarted are missing."""
-    gate = asyncio.Semaphore(comparison.jobs)
+    if comparison.queue is not None:
+        from debate_engine.app.compare.queued import run_protocol_queued
+
+        return await run_protocol_queued(comparison, protocol, tasks, seeds)
+    # Under a cap the runs go one at a time: each may spend all that is left, and none spends another's share.
+    gate = asyncio.Semaphore(1 if comparison.max_cost is not None else comparison.jobs)
     total, done = len(tasks) * seeds, [0]
 
     async def one(task: Task, seed: int) -> dict[str, Any] | None:
@@ -52,7 +59,7 @@ async def run_protocol(comparison: Comparison, protocol: Protocol, tasks: list[T
             record = await run_one(comparison, protocol, task, seed)
         if record is not None:
             done[0] += 1
-            _progress(comparison, protocol, done[0], total)
+            show_progress(comparison, protocol, done[0], total)
         return record
 
     found = await asyncio.gather(*(one(t, s) for t in tasks for s in range(1, seeds + 1)))
@@ -64,6 +71,7 @@ async def run_one(comparison: Comparison, protocol: Protocol, task: Task, seed: 
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
     from debate_engine.config.context import context_dict
+    from debate_engine.config.file import ConfigError
 
     graph = comparison.graphs[protocol.graph]
     thread = comparison.thread(protocol, task, seed)
@@ -73,12 +81,19 @@ async def run_one(comparison: Comparison, protocol: Protocol, task: Task, seed: 
         context = _capped(comparison, protocol.context)
         if context is None:
             return None
-        payload: dict[str, Any] | None = None  # an unfinished run resumes with the settings it started with
-        if not snapshot.values:
+        payload: dict[str, Any] | None = None  # an unfinished run resumes with the settings it started with ...
+        if not snapshot.values or snapshot.values.get("stopped") == "budget":  # ... unless an earlier cap ended it
             payload = {"problem": task.question, "context": context_dict(context)}
             if protocol.graph == "sample":
                 payload["samples"] = protocol.samples
-        snapshot = await drive(graph, payload, config, context, Progress(quiet=True))
+        try:
+            snapshot = await drive(graph, payload, config, context, Progress(quiet=True))
+        except ConfigError:  # what is left cannot pay even for the judge: the cap is spent
+            comparison.stopped = "max_cost"
+            return None
+        if not finished(snapshot.values):  # the cap stopped the answers: nothing to count, not a wrong answer
+            comparison.stopped = "max_cost"
+            return None
     record = record_of(protocol, task, seed, thread, snapshot.values)
     comparison.spent["tokens"] += record["tokens"]
     comparison.spent["cost"] += record["cost"]
@@ -120,7 +135,7 @@ def record_of(protocol: Protocol, task: Task, seed: int, thread: str, values: di
     }
 
 
-def _progress(comparison: Comparison, protocol: Protocol, done: int, total: int) -> None:
+def show_progress(comparison: Comparison, protocol: Protocol, done: int, total: int) -> None:
     """``vote-5: task 12/300, 45123 tokens so far`` on stderr: live on a terminal, every tenth elsewhere."""
     if comparison.quiet:
         return

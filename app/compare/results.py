@@ -16,7 +16,7 @@ def summarise(protocol: str, label: str, runs: list[dict[str, Any]], baseline: l
     """One protocol's figures from its runs; ``baseline`` is the vote's runs, paired by task and seed."""
     correct = [bool(r["correct"]) for r in runs]
     hits, tokens, cost = sum(correct), sum(r["tokens"] for r in runs), sum(r["cost"] for r in runs)
-    low, high = stats.bootstrap_interval(correct)
+    low, high = stats.bootstrap_interval(correct, tasks=[str(r["task"]) for r in runs])
     n = len(runs) or 1
     found: dict[str, Any] = {
         "protocol": protocol, "label": label, "runs": len(runs), "correct": hits,

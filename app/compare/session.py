@@ -7,6 +7,8 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,21 +51,49 @@ async def run_comparison(args: argparse.Namespace, names: list[str], budget: flo
 
     name = comparison_id(tasks, context)
     db = db_of(args)
-    async with open_checkpointer(db) as saver, athread_lock(db, f"compare:{name}"):
+    async with open_checkpointer(db) as saver, athread_lock(db, f"compare:{name}"), _queue(args, db) as queue:
         if args.resume and not any(t.startswith(f"compare:{name}:") for t in await thread_ids(saver)):
             raise UserError(f"--resume: {db} holds no run of this comparison ({name}); check TASKS, the run "
                             "options and --db, or leave --resume out to start it")
         jobs = args.jobs or (1 if str(context.model).startswith("local") else 4)
         graphs = {key: graph_for(key, saver) for key in ("sample", "debate", "roundtable")}
-        comparison = Comparison(name, graphs, jobs=jobs, max_cost=args.max_cost, quiet=args.quiet)
+        comparison = Comparison(name, graphs, jobs=jobs, max_cost=args.max_cost, quiet=args.quiet, queue=queue)
         _say(args, f"comparison {name}: {len(tasks)} tasks x {args.seeds} seeds, {', '.join(names)}; runs stored "
              f"as threads compare:{name}:*")
+        if queue is not None:
+            await _submit_early(args, comparison, names, tasks, context, roundtable)
         runs: dict[str, tuple[Protocol, list[dict[str, Any]]]] = {}
         for key in sorted(names, key=ORDER.index):
             votes = _votes(args, budget, runs, names) if key == "vote" else 1
             chosen = protocol(key, context, sample_agent(args), votes, roundtable)
             runs[key] = (chosen, await run_protocol(comparison, chosen, tasks, args.seeds))
     return _write(args, comparison, names, runs, len(tasks))
+
+
+@asynccontextmanager
+async def _queue(args: argparse.Namespace, db: str) -> AsyncIterator[Any]:
+    """With ``--queue``, the opened job queue on ``db``; else None (the runs go in this process)."""
+    if not args.queue:
+        yield None
+        return
+    from debate_engine.app.queue import open_queue
+
+    async with open_queue(db) as (app, _):
+        yield app
+
+
+async def _submit_early(args: argparse.Namespace, comparison: Comparison, names: list[str], tasks: list[Task],
+                        context: Any, roundtable: Any) -> None:
+    """Queue at once every protocol that needs no other's figures: the workers run them side by side.
+
+    The vote waits when its k is sized from single's and the debate's tokens.
+    """
+    from debate_engine.app.compare.queued import submit_protocol
+
+    ready = [key for key in names if key != "vote" or args.votes is not None]
+    for key in sorted(ready, key=ORDER.index):
+        chosen = protocol(key, context, sample_agent(args), args.votes or 1, roundtable)
+        await submit_protocol(comparison, chosen, tasks, args.seeds)
 
 
 def _votes(args: argparse.Namespace, budget: float | str | None,
@@ -100,6 +130,9 @@ def _write(args: argparse.Namespace, comparison: Comparison, names: list[str],
     summaries = [results.summarise(key, runs[key][0].label, runs[key][1], None if key == "vote" else baseline)
                  for key in names]
     table = results.markdown(summaries, f"Comparison {comparison.name}: {n_tasks} tasks x {args.seeds} seeds")
+    if args.seeds > 1:
+        table += ("\nIntervals resample whole tasks (a task's seeds are not independent); McNemar pairs runs "
+                  "(task and seed), so with several seeds its p is a little optimistic.\n")
     if comparison.stopped:
         table += f"\nStopped: the --max-cost of ${args.max_cost} was spent; rerun with a larger cap to finish.\n"
     print(table, end="")

@@ -1,7 +1,8 @@
 """The statistics of a comparison, as pure functions over per-run records.
 
-Accuracy with a seeded percentile bootstrap over runs (tasks x seeds),
-McNemar's exact test on paired runs, the flip matrix between each agent's
+Accuracy with a seeded percentile bootstrap (over tasks, each with its seeds
+together), McNemar's exact test on paired runs (a run is a task and a seed:
+with several seeds its p is a little optimistic, and the report says so), the flip matrix between each agent's
 first and final answer, and the rate of confidently wrong consensus. Only
 the standard library: a comparison must not need a statistics package.
 """
@@ -23,17 +24,31 @@ def accuracy(correct: Sequence[bool]) -> float:
 
 
 def bootstrap_interval(correct: Sequence[bool], level: float = 0.95, samples: int = BOOTSTRAP_SAMPLES,
-                       seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
-    """The percentile bootstrap interval of the accuracy: the same data always gives the same interval."""
+                       seed: int = BOOTSTRAP_SEED, tasks: Sequence[str] | None = None) -> tuple[float, float]:
+    """The percentile bootstrap interval of the accuracy: the same data always gives the same interval.
+
+    With ``tasks`` (each run's task), whole tasks are resampled: the seeds of one task are not independent
+    draws, and treating them so would make the interval too narrow.
+    """
     if not correct:
         return 0.0, 0.0
-    rng, n, hits = random.Random(seed), len(correct), sum(correct)
-    # Resampling n runs and counting the right ones is a binomial draw of n with the observed rate.
-    rate = hits / n
-    means = sorted(sum(rng.random() < rate for _ in range(n)) / n for _ in range(samples))
+    rng, n = random.Random(seed), len(correct)
+    if tasks is not None and len(set(tasks)) < n:
+        groups: dict[str, list[bool]] = {}
+        for task, right in zip(tasks, correct, strict=True):
+            groups.setdefault(task, []).append(right)
+        sums = [(sum(g), len(g)) for g in groups.values()]
+        means = sorted(_cluster_mean(rng.choices(sums, k=len(sums))) for _ in range(samples))
+    else:  # one run a task: resampling runs and counting the right ones is a binomial draw of n
+        rate = sum(correct) / n
+        means = sorted(sum(rng.random() < rate for _ in range(n)) / n for _ in range(samples))
     low = means[int((1 - level) / 2 * samples)]
     high = means[min(samples - 1, int((1 + level) / 2 * samples))]
     return low, high
+
+
+def _cluster_mean(drawn: Sequence[tuple[int, int]]) -> float:
+    return sum(hits for hits, _ in drawn) / max(1, sum(runs for _, runs in drawn))
 
 
 def mcnemar(ours: Sequence[bool], theirs: Sequence[bool]) -> dict[str, Any]:
