@@ -36,6 +36,7 @@ probe: $(BIN)/.local ## memory probe on the embedded model: 3 agents x 6 rounds,
 
 compare: $(BIN)/.local ## does debating pay? 20 arithmetic tasks, single vs vote vs debate on the embedded model
 	$(BIN)/debate compare builtin:arithmetic:20 --protocols single,vote,debate --model local:smollm2 --rounds 1 \
+		--agents architect,kiss --max-output-tokens 96 --db compare.sqlite \
 		--md compare.md --output compare.json --plot compare.svg $(COMPARE_ARGS)
 
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
@@ -59,4 +60,4 @@ dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio 
 	$(BIN)/langgraph dev --no-browser --no-reload --n-jobs-per-worker 10 --port $${PORT:-2024}
 
 clean: ## remove the virtual environment and outputs
-	rm -rf $(VENV) report.md debate.json probe.json compare.md compare.json compare.svg .pytest_cache .hypothesis
+	rm -rf $(VENV) report.md debate.json probe.json compare.md compare.json compare.svg compare.sqlite .pytest_cache .hypothesis
