@@ -204,20 +204,22 @@ def _instance(schema: type[BaseModel], prompt: str, text: str) -> BaseModel:
 
 
 def evaluate(expression: str) -> int:
-    """The value of an integer expression of ``+``, ``-`` and ``*``, read with ``ast`` (never ``eval``)."""
-    import ast
-    import operator
+    """The value of an integer expression of ``+``, ``-`` and ``*``: a sum of products, never ``eval``.
 
-    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
-
-    def value(node: ast.expr) -> int:
-        if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in ops:
-            return int(ops[type(node.op)](value(node.left), value(node.right)))
+    Read by hand, not with ``ast``: the fake answers from many threads at once, and CPython 3.11's parser
+    raised a SystemError under that load.
+    """
+    if not re.fullmatch(r"\s*\d+(?:\s*[-+*]\s*\d+)*\s*", expression):
         raise ValueError(f"not an integer expression of +, - and *: {expression!r}")
-
-    return value(ast.parse(expression.strip(), mode="eval").body)
+    total, sign, product = 0, 1, 1
+    for token in re.findall(r"\d+|[-+*]", expression):
+        if token.isdigit():
+            product *= int(token)
+        elif token == "*":
+            continue
+        else:  # + or -: the product so far is a finished term
+            total, sign, product = total + sign * product, 1 if token == "+" else -1, 1
+    return total + sign * product
 
 
 def _task_of(prompt: str) -> str:
