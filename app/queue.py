@@ -234,7 +234,7 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
     from langgraph.types import Command
 
     from debate_engine.app.runner import protocol_of
-    from debate_engine.config.context import context_dict
+    from debate_engine.config.context import context_dict, context_for
 
     config: Any = {"configurable": {"thread_id": thread_id}}
     snapshot = await graphs["phases"].aget_state(config)  # the values, in one state schema for both
@@ -264,24 +264,6 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
         if "questions" not in request:  # a person's turn: nobody here can answer it, and asking again loops
             raise UserError(f"thread {thread_id} waits for a person's answer; answer it with `debate resume`")
         payload = Command(resume={e["agent_id"]: [""] * len(e["questions"]) for e in request["questions"]})
-
-
-def context_fields_of(protocol: str | None) -> set[str]:
-    """The settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
-    import dataclasses
-
-    from debate_engine.config.context import Context, RoundtableContext
-
-    return {f.name for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)}
-
-
-def context_for(protocol: str, fields: dict[str, Any]) -> Any:
-    """The job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
-    from debate_engine.config.context import Context, RoundtableContext
-
-    known = context_fields_of(protocol)
-    return (RoundtableContext if protocol == "roundtable" else Context)(**{k: v for k, v in fields.items()
-                                                                           if k in known})
 
 
 async def sweep_stalled(app: App, stall_s: float) -> int:

@@ -158,3 +158,17 @@ def context_dict(context: Context) -> dict[str, Any]:
 
     protocol = "roundtable" if isinstance(context, RoundtableContext) else "phases"
     return {**{k: v for k, v in asdict(context).items() if v not in (None, "")}, "protocol": protocol}
+
+
+def context_fields_of(protocol: str | None) -> set[str]:
+    """The settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
+    import dataclasses
+
+    return {f.name for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)}
+
+
+def context_for(protocol: str, fields: dict[str, Any]) -> Any:
+    """A job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
+    known = context_fields_of(protocol)
+    return (RoundtableContext if protocol == "roundtable" else Context)(**{k: v for k, v in fields.items()
+                                                                           if k in known})

@@ -140,7 +140,7 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str 
 def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path,
                protocol: str | None = None) -> tuple[Entry | None, list[str]]:
     """One line: its entry, or the problems found (each naming the line and the field)."""
-    from debate_engine.app.queue import context_fields_of
+    from debate_engine.config.context import context_fields_of
 
     at = f"line {number}: "
     try:
@@ -189,7 +189,7 @@ def _line_fields(item: dict[str, Any], folder: Path, known: set[str]) -> tuple[l
 
 def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]:
     """Resolve the settings as the debate's setup will; the problems found, field first."""
-    from debate_engine.app.queue import context_for
+    from debate_engine.config.context import context_for
     from debate_engine.config.resolve import ConfigError
     from debate_engine.memory.budget import BudgetError
     from debate_engine.providers.factory import ModelConfigError
