@@ -1,6 +1,11 @@
 """How a perspective is summarized, in chunks when the material is long: the rules, not the calls.
 
-The model sees the previous summary (folded) and the turns to cover; when
+A summary's prompt is the agent's own prompt with another task: its system
+prompt, the problem, the clarifications, the previous summary (folded) and the
+turns to cover, then the summarizer's instructions last. So it begins with the
+very prefix the agent's calls of the phase send, which providers serve from
+their prompt cache (issue 24), and the model reads its history as it argued it.
+When
 they do not fit one prompt, the turns are read in chunks, each chunk folded
 into the summary of the ones before, so the new summary has seen everything
 it claims to cover. :func:`summarize` yields each prompt and receives its
@@ -23,11 +28,13 @@ from debate_engine.memory.budget import Budget, ViewRequest, build_view, turn_co
 from debate_engine.memory.facets import FACET_CAPS, empty_facets, merge_facets, render_summary
 from debate_engine.memory.records import SummaryFacets, SummaryRecord, Turn, Usage
 from debate_engine.memory.strategies import Plan
-from debate_engine.memory.tokens import count_tokens
+from debate_engine.memory.tokens import count_tokens, truncate_to_tokens
 
 Emit = Callable[[dict[str, Any]], None]
 CHARS_PER_TOKEN = 2.5
 """Characters a summary may ask for per output token, leaving room for its JSON structure."""
+SUMMARY_MARGIN = 16
+"""Tokens for the folded summary's heading, beside its own share of the budget."""
 
 
 class StructuredSummary(BaseModel):
@@ -72,12 +79,28 @@ class SummaryJob:
     """Most characters of the rendered summary."""
     max_output_tokens: int
     budget: Budget
-    system_prompt: Callable[[int], str]
-    """The system prompt for a target length in characters."""
+    system: str
+    """The agent's own system prompt: the summary's prompt opens as the agent's calls do."""
+    instructions: Callable[[int], str]
+    """The summarizer's instructions for a target length in characters, in the task at the prompt's end."""
     instruction: str
     model_spec: str
     retries: int = 1
     """Second attempts for a reply cut at the output limit."""
+    problem: str = ""
+    """The debate's problem, after the system prompt as in the agent's calls."""
+    pinned: tuple[Turn, ...] = ()
+    """The clarifications that open the transcript, after the problem as in the agent's calls."""
+
+
+def room(job: SummaryJob) -> int:
+    """Tokens of turns one chunk may hold: the window less the prompt around them, a folded summary's share kept.
+
+    The same room as the agent's own calls have for their history, so that what the agent was shown in one
+    call is summarized in one call too.
+    """
+    frame = build_view(_request(job, None, [], target_length(job))).record["prompt_tokens"]
+    return max(job.budget.total - frame - job.budget.summary - SUMMARY_MARGIN, job.budget.recent // 2)
 
 
 def target_length(job: SummaryJob) -> int:
@@ -128,7 +151,7 @@ def summarize(job: SummaryJob, emit: Emit = lambda event: None) -> Steps:
     A failed request is thrown into the generator (with its ``attempts``); it becomes a failed record.
     """
     plan = job.plan
-    parts = chunks(plan.turns, job.budget.recent)
+    parts = chunks(plan.turns, room(job))
     tokens_before = sum(t["tokens"] for t in plan.turns) + (plan.fold["tokens_after"] if plan.fold else 0)
     chars_before = sum(len(t["content"]) for t in plan.turns) + (len(plan.fold["text"]) if plan.fold else 0)
     emit({"event": "summarization_started", "agent_id": job.agent_id, "round": job.round, "reason": job.reason,
@@ -184,12 +207,21 @@ def _part_with_retry(
     raise AssertionError("unreachable")
 
 
+def _request(job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int) -> ViewRequest:
+    """The agent's own prompt over ``part``, the summarizer's instructions as its task."""
+    pinned = {t["seq"] for t in job.pinned}
+    told = [t for t in part if t["seq"] not in pinned]  # the clarifications are shown after the problem
+    to_seq = part[-1]["seq"] + 1 if part else 0
+    instructions = truncate_to_tokens(job.instructions(length), job.budget.system // 4)
+    return ViewRequest(
+        system_prompt=job.system, task=f"{instructions}\n\n{job.instruction}", summary=fold,
+        newest_first=reversed(told), since=told[0]["seq"] if told else to_seq, to_seq=to_seq, budget=job.budget,
+        problem=job.problem, pinned=job.pinned,
+    )
+
+
 def _prompt(job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], length: int, prose: bool) -> Prompt:
-    view = build_view(ViewRequest(
-        system_prompt=job.system_prompt(length), task=job.instruction, summary=fold,
-        newest_first=reversed(part), since=part[0]["seq"] if part else 0,
-        to_seq=part[-1]["seq"] + 1 if part else 0, budget=job.budget,
-    ))
+    view = build_view(_request(job, fold, part, length))
     if not view.complete:  # never claim to cover what the model was not shown
         raise ValueError(f"the material did not fit one call ({view.record['turns']} of {len(part)} turns shown)")
     return Prompt(view.system, view.user, structured=not prose, retry=job.retries > 0)

@@ -42,10 +42,11 @@ from debate_engine.memory import (
 )
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.facets import FACET_CAPS
+from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import chunks, target_length
+from debate_engine.memory.summarizer import chunks, room, target_length
 from debate_engine.nodes.calls import Call, run_key
-from debate_engine.nodes.schedule import Step, next_step, step_key, table_profile
+from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
@@ -163,13 +164,14 @@ class SummaryCall:
     def reserve(self) -> list[Reserve]:
         """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
         job = self.job
-        fixed = (count_tokens(job.system_prompt(target_length(job))) + count_tokens(job.instruction)
+        fixed = (count_tokens(job.system) + count_tokens(job.problem) + sum(turn_cost(t) for t in job.pinned)
+                 + count_tokens(job.instructions(target_length(job))) + count_tokens(job.instruction)
                  + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
         models = (self.agent["model"], *self.agent["fallback_models"])
         reserves: list[Reserve] = [
             (models, *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
                                  self.agent["max_output_tokens"]))
-            for part in chunks(job.plan.turns, job.budget.recent)
+            for part in chunks(job.plan.turns, room(job))
         ]
         return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
 
@@ -187,11 +189,12 @@ class SummaryCall:
         return [(self.agent["id"], "summarize", a["model"], a["usage"]) for a in attempts if a.get("usage")]
 
 
-def summary_system_prompt(profile: AgentProfile, length: int) -> str:
+def summary_instructions(profile: AgentProfile, length: int) -> str:
     """The summarizer's instructions for a target length: the agent's own prompt file, else the built-in one."""
     if profile["summary_prompt"]:
         return profile["summary_prompt"]
-    who = "the judge (the whole debate)" if profile["id"] == JUDGE_ID else f"the {profile['role']} agent {profile['id']}"
+    who = {JUDGE_ID: "the judge (the whole debate)", TABLE_ID: "the roundtable's chair (every turn)"}.get(
+        profile["id"], f"the {profile['role']} agent {profile['id']}")
     return render(load_prompt("phases/summarize"), who=who, max_length=length)
 
 
@@ -207,10 +210,11 @@ def jobs(state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision
         calls.append(SummaryCall(agent=profile, limit=state["settings"]["max_concurrency"], job=SummaryJob(
             agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
             strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
-            max_output_tokens=profile["max_output_tokens"], budget=budget,
-            system_prompt=partial(summary_system_prompt, profile),
+            max_output_tokens=profile["max_output_tokens"], budget=budget, system=profile["system_prompt"],
+            instructions=partial(summary_instructions, profile),
             instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
-            model_spec=profile["model"],
+            model_spec=profile["model"], problem=state.get("problem", ""),
+            pinned=tuple(opening_clarifications(state["transcript"])),
         )))
     return calls
 

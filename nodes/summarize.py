@@ -28,13 +28,13 @@ from debate_engine.nodes.summaries import (
     registry_of,
     speakers,
     summary_call,
+    summary_instructions,
     summary_request,
     summary_schema,
-    summary_system_prompt,
 )
 
 __all__ = ["SummarizationAborted", "SummaryCall", "backing_off", "due", "registry_of", "summarize_node",
-           "summary_request", "summary_schema", "summary_system_prompt"]
+           "summary_request", "summary_schema", "summary_instructions"]
 
 
 def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:

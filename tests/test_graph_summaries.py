@@ -74,14 +74,20 @@ def test_a_custom_summary_prompt_is_really_used(tmp_path: Path, monkeypatch: pyt
         '{"id": "b", "role": "kiss"}], "debate": {"rounds": 3, "summarization": {"threshold": 800}}}',
         model="fake",
     )
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
     original = FakeChatModel._reply
 
     def spy(self: FakeChatModel, messages: Any, *args: Any) -> Any:
-        seen.append(str(messages[0].content))
+        seen.append((str(messages[0].content), str(messages[-1].content)))
         return original(self, messages, *args)
 
     monkeypatch.setattr(FakeChatModel, "_reply", spy)
     out = graph.invoke({"problem": "p"}, thread, context=context)
     assert any(r["agent_id"] == "a" for r in out["summary_log"])
-    assert any(s.startswith("CUSTOM-SUMMARY-PROMPT") for s in seen)
+    custom = [(system, user) for system, user in seen if "CUSTOM-SUMMARY-PROMPT" in user]
+    assert custom, "the custom summary prompt never reached the model"
+    # the summary's prompt opens as agent a's own calls do (its system prompt, then the problem), the
+    # custom instructions in its task at the end
+    agent_a = out["settings"]["agents"][0]["system_prompt"]
+    assert all(system == agent_a and user.startswith("## Problem\np") for system, user in custom)
+    assert all(user.rindex("CUSTOM-SUMMARY-PROMPT") > user.rindex("## Your task") for _, user in custom)

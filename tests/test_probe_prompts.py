@@ -16,17 +16,21 @@ from debate_engine import Context, RoundtableContext
 from debate_engine.app.probe import digest, run_probe
 from debate_engine.app.probe_facts import make_facts
 from debate_engine.config.resolve import resolve
+from debate_engine.prompts import load_prompt
 from tests.support.openai_server import OpenAIServer
+
+SUMMARY_TASK = load_prompt("phases/summarize").split("{")[0]
+"""How a summary's task begins: its prompt is otherwise its agent's own."""
 
 
 def debater_prompts(server: OpenAIServer, context: Any) -> dict[str, str]:
-    """The debaters' prompts the server received, by digest: their own system prompt, and not the quiz."""
+    """The debaters' prompts the server received, by digest: their own system prompt, not the quiz nor a summary."""
     systems = {a["system_prompt"] for a in resolve(context)["agents"]}
     out = {}
     for request, text in zip([r for r in server.requests if r["path"].endswith("/chat/completions")],
                              server.prompts(), strict=True):
         messages = request["body"]["messages"]
-        if messages[0]["content"] in systems and "Answer each question" not in text:
+        if messages[0]["content"] in systems and "Answer each question" not in text and SUMMARY_TASK not in text:
             out[digest(text)] = text
     return out
 

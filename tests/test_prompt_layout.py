@@ -17,6 +17,7 @@ from langgraph.types import Command
 from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
 from debate_engine.memory import perspective
 from debate_engine.memory.budget import HISTORY_HEADER, PINNED_HEADER, PROBLEM_HEADER, SUMMARY_HEADER, heading
+from debate_engine.prompts import load_prompt
 from tests.support.fake_replies import text_of
 from tests.support.openai_server import OpenAIServer
 from tests.support.prompt_cache import long_replies
@@ -145,13 +146,44 @@ def test_the_judges_synthesis_follows_the_order(clarified) -> None:
 
 
 def test_every_debate_prompt_opens_with_the_problem_and_ends_with_its_task(clarified) -> None:
-    server, _ = clarified
+    server, values = clarified
     for messages in chats(server):
         user = user_of(messages)
         if user.startswith(f"{PROBLEM_HEADER}\n"):
             assert user.rindex(f"{TASK}\n") > max(user.find(f"{h}\n") for h in ORDER[:-1])
     prompts = [user_of(m) for m in chats(server)]
-    assert sum(p.startswith(f"{PROBLEM_HEADER}\n") for p in prompts) == 3 + ROUNDS * 9 + 1  # every call but the questions
+    summaries = sum(r["calls"] for r in values["summary_log"])
+    assert summaries > 0
+    # every call but the questions: the debaters', the judge's and the summaries'
+    assert sum(p.startswith(f"{PROBLEM_HEADER}\n") for p in prompts) == 3 + ROUNDS * 9 + 1 + summaries
+
+
+def test_a_summary_prompt_begins_with_the_prefix_its_agent_sends(clarified) -> None:
+    """The summarizer asks the agent's own prompt with another task, so the provider's cache serves its start.
+
+    A summary read in chunks folds an interim summary into its later chunks, which no call was sent; the judge's
+    summaries open as its synthesis does, but the synthesis comes after them.
+    """
+    server, values = clarified
+    summary_task = load_prompt("phases/summarize").split("{")[0]
+    asked = [m for m in chats(server) if task_of(m).startswith(summary_task)]
+    assert len(asked) == sum(r["calls"] for r in values["summary_log"]) > 0
+    debaters = {a["system_prompt"] for a in values["settings"]["agents"]}
+    shared = interim = 0
+    for summary in asked:
+        system, user = text_of(summary[0]["content"]), user_of(summary)
+        assert system in debaters | {values["settings"]["judge"]["system_prompt"]}, "its agent's own system prompt"
+        assert_ordered(user, tuple(h for h in ORDER if f"{h}\n" in user))
+        if system not in debaters:
+            continue
+        calls = [user_of(m) for m in chats(server) if text_of(m[0]["content"]) == system and m is not summary]
+        if any(call.startswith(user.rsplit(f"\n\n{TASK}\n", 1)[0]) for call in calls):
+            shared += 1  # the agent's calls of the phase beside which it was made begin with all but its task
+        else:
+            fold = user.split(f"{SUMMARY_HEADER}\n", 1)[1].split("\n\n## ", 1)[0]
+            assert not any(fold in call for call in calls), "only a chunk's interim summary may end the prefix"
+            interim += 1
+    assert shared >= 3 and shared >= interim
 
 
 def test_a_refinement_keeps_its_proposal_in_place_and_names_it(server: OpenAIServer) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 from debate_engine.memory import count_messages, count_tokens
 from debate_engine.memory.strategies import Plan
+from debate_engine.memory.summarizer import room
 from debate_engine.providers.fake import FakeChatModel
 from tests.conftest import make_turn
 from tests.support.summaries import summarize_with
@@ -58,14 +59,15 @@ def test_material_larger_than_the_recent_slice_is_read_in_chunks_and_all_of_it_i
     turns = [make_turn(i, content=marked(i, 30)) for i in range(3, 15)]  # 12 turns
     assert {t["tokens"] for t in turns} == {102}
     cost = 102 + 24
-    per_chunk = SMALL.recent // cost  # 432 // 126 = 3
-    expected_calls = -(-len(turns) // per_chunk)  # 4
-    assert (per_chunk, expected_calls) == (3, 4)
     prev = summary(f"Counters live in {ENTITY}.", through=3, ident="p")
     prev["facets"]["domain_entities"] = [ENTITY]
+    the_job = job(Plan(fold=prev, turns=turns, through=15, depth=1, parent_id="p"), budget=SMALL, max_output_tokens=256)
+    # the window (768) less the prompt around the turns and the folded summary's share: 616 tokens, 4 turns
+    per_chunk = room(the_job) // cost
+    expected_calls = -(-len(turns) // per_chunk)
+    assert (per_chunk, expected_calls) == (4, 3)
     model = RecordingModel(words=40)
-    record = summarize_with(model, job(Plan(fold=prev, turns=turns, through=15, depth=1, parent_id="p"),
-                                  budget=SMALL, max_output_tokens=256))
+    record = summarize_with(model, the_job)
     assert record["status"] == "ok"
     assert record["calls"] == expected_calls == model.calls == len(model.prompts) > 1
     assert record["through"] == 15
@@ -88,7 +90,7 @@ def test_every_chunk_is_read_whole_even_with_long_agent_ids_and_a_long_summary_p
     plan = Plan(fold=summary("s " * 3000, through=0, ident="p"), turns=turns, through=60, depth=1, parent_id="p")
     base = job(plan, budget=SMALL, max_output_tokens=256)
     long_prompt = replace(  # a custom summaryPromptPath fills its half of the system slice
-        base, system_prompt=lambda length: "Summarize carefully. " * 300,
+        base, instructions=lambda length: "Summarize carefully. " * 300,
         instruction="Summarize the history above, and fold the previous summary into the new one. "
                     "Fill every field you can; use empty lists where there is nothing to say.",
     )

@@ -84,7 +84,8 @@ def test_a_reply_cut_at_the_output_limit_is_retried_once_shorter_then_failed() -
     record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)]), max_output_tokens=512,
                                   lengths=lengths))
     assert model.calls == 2
-    assert lengths == [1280, 640]  # min(2500, 512 * 2.5), then half of it
+    # min(2500, 512 * 2.5), then half of it (the first asked when sizing the chunks, with the first prompt's text)
+    assert lengths == [1280, 1280, 640]
     assert record["status"] == "failed" and record["through"] == 0 and record["calls"] == 2
     assert "output limit" in (record["error"] or "")
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from debate_engine.memory import make_budget
 from debate_engine.memory.strategies import Plan
 from debate_engine.memory.summarizer import CHARS_PER_TOKEN, SummaryJob, target_length
-from debate_engine.nodes.summarize import summary_system_prompt
+from debate_engine.nodes.summarize import summary_instructions
 from tests.conftest import make_turn
 from tests.support.summaries import summarize_with
 
@@ -24,7 +24,8 @@ def job(max_length: int = 2500, max_output: int = 384, window: int = 4096, turns
         agent_id="architect", role="architect", round=2, reason="test", strategy="rolling",
         plan=Plan(fold=None, turns=material, through=turns, depth=0, parent_id=None), max_length=max_length,
         max_output_tokens=max_output, budget=make_budget(window, max_output),
-        system_prompt=partial(summary_system_prompt, PROFILE), instruction="Summarize the history above.",
+        system="You are the architect.", instructions=partial(summary_instructions, PROFILE),
+        instruction="Summarize the history above.",
         model_spec="openai:test-model",
     )
 
@@ -34,7 +35,7 @@ def test_the_length_asked_for_fits_the_output_limit(max_length: int, max_output:
     asked = target_length(job(max_length=max_length, max_output=max_output, window=16_384))
     assert asked <= max_length or asked == 200
     assert asked <= max(200, int(max_output * CHARS_PER_TOKEN))
-    assert f"at most {asked} characters" in summary_system_prompt(PROFILE, asked)  # the prompt asks for exactly that
+    assert f"at most {asked} characters" in summary_instructions(PROFILE, asked)  # the prompt asks for exactly that
 
 
 def test_the_default_summary_of_a_small_window_is_asked_to_fit() -> None:
@@ -57,7 +58,7 @@ def test_a_summary_cut_at_the_output_limit_is_retried_shorter_not_stored() -> No
         record = summarize_with(server_model(server), job())
         bodies = [r["body"] for r in server.requests]
     assert record["status"] == "ok" and record["calls"] == 2 and record["through"] == 6
-    first, second = (b["messages"][0]["content"] for b in bodies)
+    first, second = (b["messages"][-1]["content"] for b in bodies)
     assert "at most 960 characters" in first and "at most 480 characters" in second
     # the retry asks for prose: the structured form's JSON is what overflowed the output allowance
     assert "tools" in bodies[0] and "tools" not in bodies[1] and record["structured"] is False

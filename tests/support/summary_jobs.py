@@ -32,14 +32,15 @@ class RecordingModel(FakeChatModel):
 
 def job(plan: Plan, *, budget=BIG, max_length: int = 2500, max_output_tokens: int = 1024,
         lengths: list[int] | None = None, retries: int = 1) -> SummaryJob:
-    def system_prompt(length: int) -> str:
+    def instructions(length: int) -> str:
         if lengths is not None:
             lengths.append(length)
         return f"Summarize the architect's history in at most {length} characters."
 
     return SummaryJob(
         agent_id="architect", role="architect", round=3, reason="test", strategy="rolling", plan=plan,
-        max_length=max_length, max_output_tokens=max_output_tokens, budget=budget, system_prompt=system_prompt,
+        max_length=max_length, max_output_tokens=max_output_tokens, budget=budget, system="You are the architect.",
+        instructions=instructions,
         instruction="Summarize the history above.", model_spec="fake", retries=retries,
     )
 
