@@ -25,11 +25,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
 from debate_engine.calls.slots import aslot, slot, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
@@ -143,8 +143,6 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
     raise CallFailed(redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts)
 
 
-def _messages(request: Request) -> list[Any]:
-    return [SystemMessage(request.system), HumanMessage(request.user)]
 
 
 def _config(request: Request) -> RunnableConfig:
@@ -233,7 +231,8 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         # The request runs in a helper thread so that the deadline can stop waiting for it.
         pool = ThreadPoolExecutor(max_workers=1)
         context = contextvars.copy_context()
-        future = pool.submit(context.run, runnable.invoke, _messages(request), _config(request))
+        prompt = messages(request.system, request.user, spec)
+        future = pool.submit(context.run, runnable.invoke, prompt, _config(request))
         try:
             out: Any = future.result(timeout=left)
         except FutureTimeout:
@@ -267,7 +266,8 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         try:
             if left <= 0:
                 raise _timeout(request)
-            out: Any = await asyncio.wait_for(runnable.ainvoke(_messages(request), _config(request)), left)
+            prompt = messages(request.system, request.user, spec)
+            out: Any = await asyncio.wait_for(runnable.ainvoke(prompt, _config(request)), left)
         except TimeoutError:
             out = _timeout(request)
         except Exception as exc:

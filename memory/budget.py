@@ -28,6 +28,7 @@ PROBLEM_HEADER = "## Problem"
 PINNED_HEADER = "## Clarifications from the user"
 HISTORY_HEADER = "## Recent history, verbatim"
 SUMMARY_HEADER = "## Summary of your earlier history"
+TASK_HEADER = "## Your task"
 TURN_OVERHEAD = 24
 """Upper bound of the tokens a turn's heading and separators add to its content."""
 FRAME_OVERHEAD = 48
@@ -248,5 +249,5 @@ def _section(header: str, blocks: list[str]) -> str:
 
 def _join(problem: str, pinned: str, summary_block: str, history_block: str, task: str) -> str:
     """The user message in its fixed order: the most stable parts first, the task last."""
-    parts = (problem, pinned, summary_block, history_block, f"## Your task\n{task}")
+    parts = (problem, pinned, summary_block, history_block, f"{TASK_HEADER}\n{task}")
     return "\n\n".join(p for p in parts if p)

@@ -19,7 +19,7 @@ def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
 
 

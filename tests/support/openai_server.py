@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.support.fake_replies import fake_value as _fake  # a module global, so a test can patch the tool replies
 from tests.support.fake_replies import reply_words, text_of
-from tests.support.prompt_cache import PromptCache
+from tests.support.prompt_cache import MarkedCache, PromptCache, tokens_of
 
 FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
 MODEL = "test-model"
@@ -126,8 +126,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any], fault: str | None) -> None:
         owner = self.server.owner
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        tokens = [(m.get("role"), word) for m in messages for word in text_of(m.get("content")).split()]
-        prompt_tokens = len(tokens)
+        prompt_tokens = len(tokens_of(messages))
         last_user = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         words = [] if fault == "empty" else reply_words(last_user, owner.words)
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
@@ -157,7 +156,7 @@ class _Handler(BaseHTTPRequestHandler):
         usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words)}
         usage["total_tokens"] = prompt_tokens + len(words)
         if owner.prompt_cache is not None:
-            usage["prompt_tokens_details"] = {"cached_tokens": owner.prompt_cache.hit(tokens)}
+            usage["prompt_tokens_details"] = owner.prompt_cache.details(messages)
         with owner._lock:
             owner._usage += usage["total_tokens"]
         head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time())}
@@ -208,8 +207,8 @@ class OpenAIServer:
     Attributes tests may set: `faults` (deque of fault names, one consumed per request, FIFO), `always` (a fault
     for every request once `faults` is empty), `model_always` (a fault for every request naming that model, before
     the others), `hang_s`, `retry_after`, `words`, `latency_s` (how long each chat reply takes, to stand in for a
-    real model), `prompt_cache` (a `PromptCache`: report OpenAI's `cached_tokens` by its rule; None, the default:
-    report none). Faults: see `FAULTS`. `peak_in_flight` is the most requests it was ever answering at once.
+    real model), `prompt_cache` (a `PromptCache`: report OpenAI's `cached_tokens` by its rule; a `MarkedCache`:
+    Anthropic's, reads and writes at marked blocks; None, the default: report none). Faults: see `FAULTS`. `peak_in_flight` is the most requests it was ever answering at once.
     """
 
     def __init__(self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0) -> None:
@@ -219,7 +218,7 @@ class OpenAIServer:
         self.always: str | None = None
         self.model_always: dict[str, str] = {}
         self.cut_tools = False
-        self.prompt_cache: PromptCache | None = None
+        self.prompt_cache: PromptCache | MarkedCache | None = None
         self.tool_args: Any = None
         self.in_flight = 0
         self.peak_in_flight = 0

@@ -10,16 +10,19 @@ the message's role, so that a boundary between messages never matches across rol
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from tests.support.fake_replies import reply_words
+from tests.support.fake_replies import reply_words, text_of
 
 MIN_TOKENS = 1024
 """The shortest prompt OpenAI caches."""
 STEP = 128
 """Cached prefixes grow in steps of this many tokens."""
+_PART = re.compile(r"(?<=\n\n)(?=#{2,3} )")
+"""Where a user message's parts and history turns begin."""
 
 
 class PromptCache:
@@ -46,6 +49,51 @@ class PromptCache:
                     found = False
         return hits if hits >= self.min_tokens else 0
 
+    def details(self, messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+        """The usage's ``prompt_tokens_details`` for a request's messages."""
+        return {"cached_tokens": self.hit(tokens_of(messages))}
+
+
+def tokens_of(messages: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
+    """A request's tokens as the server counts them: each word of each message, tagged with its role."""
+    return [(m.get("role"), word) for m in messages for word in text_of(m.get("content")).split()]
+
+
+class MarkedCache:
+    """Anthropic's rule, as OpenRouter reports it: only prefixes ending at a marked block are cached.
+
+    A request's blocks are its messages' content parts. At each block marked ``cache_control`` the prefix up to
+    it is written (when it holds ``min_tokens`` or more); a read is the longest earlier entry that ends at one
+    of the ``lookback`` block boundaries up to a marker. Reads are ``cached_tokens``; what a marker adds beyond
+    them is ``cache_write_tokens`` (billed above the input price).
+    """
+
+    def __init__(self, min_tokens: int = MIN_TOKENS, lookback: int = 20) -> None:
+        self.min_tokens, self.lookback = min_tokens, lookback
+        self._seen: set[int] = set()
+        self._lock = threading.Lock()
+
+    def details(self, messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+        ends: list[tuple[int, int, bool]] = []  # after each block: the prefix's hash, its tokens, whether marked
+        chain = count = 0
+        for message in messages:
+            content = message.get("content")
+            for part in content if isinstance(content, list) else [{"text": text_of(content)}]:
+                words = [(message.get("role"), w) for w in str(part.get("text", "")).split()]
+                chain, count = hash((chain, tuple(words))), count + len(words)
+                ends.append((chain, count, "cache_control" in part))
+        read = written = 0
+        with self._lock:
+            for i, (key, tokens, marked) in enumerate(ends):
+                if not marked:
+                    continue
+                found = [n for h, n, _ in ends[max(0, i - self.lookback + 1):i + 1] if h in self._seen]
+                read = max([read, *found])
+                if tokens >= self.min_tokens and key not in self._seen:
+                    self._seen.add(key)
+                    written = tokens - read
+        return {"cached_tokens": read, "cache_write_tokens": written}
+
 
 def long_replies(words: int) -> Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]:
     """The server's ``tool_args``: structured contributions of ``words`` words, like a real model's.
@@ -60,3 +108,25 @@ def long_replies(words: int) -> Callable[[dict[str, Any], str, dict[str, Any]], 
         return {**args, "reply": " ".join(reply_words(json.dumps(body.get("messages")), words))}
 
     return answer
+
+
+def repeated_tokens(bodies: Sequence[dict[str, Any]]) -> int:
+    """Prompt tokens whose whole block an earlier request to the same agent already sent: a cache's ceiling.
+
+    An agent is told apart by its system prompt; a block is the system prompt, or a part or history turn of
+    the user message. A provider can serve from its cache only what it has seen before, so no layout of the
+    same blocks, under any prefix rule, makes more of them hits than this.
+    """
+    seen: dict[str, set[str]] = {}
+    repeated = 0
+    for body in bodies:
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        if not messages:
+            continue
+        system = text_of(messages[0].get("content"))
+        known = seen.setdefault(system, set())
+        parts = [system] + [p for m in messages[1:] for p in _PART.split(text_of(m.get("content"))) if p]
+        for part in parts:
+            repeated += len(part.split()) if part in known else 0
+            known.add(part)
+    return repeated
