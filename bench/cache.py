@@ -4,13 +4,15 @@
 simulation of OpenAI's rule on (a repeated prefix of 1,024 tokens or more is cached in 128-token steps; the
 server counts a word as a token). The figures are the debate's own spend, as the engine counts what is billed:
 the share of prompt tokens that were cache hits, and the billed-equivalent input tokens (a cached token at
-half the input price) against every prompt token at full price.
+half the input price) against every prompt token at full price. Beside them, the ceiling: the share of prompt
+tokens in blocks (the system prompt, a part of the user message, a history turn) that an earlier request of
+the same agent already sent. No cache serves what it has not seen, so no order of the same blocks, under any
+provider's rule, reaches more.
 
-The prompts put their stable part first (system prompt, problem, clarifications, summary, verbatim turns oldest
-first, the task last; issue 24): 56.4% of prompt tokens are cache hits, against 46.8% for the earlier layout
-(task, with the problem, after the history; a refinement's proposal taken out of its history). What stays
-uncached is mostly each call's new turns and task, prompts under 1,024 tokens (the early rounds, the round after a
-summary) and the summarizer's prompts, which do not begin with their agent's prefix.
+Every prompt puts its stable part first (system prompt, problem, clarifications, summary, verbatim turns oldest
+first, the task last), and a summary's prompt is its agent's own prompt with the summarizer's task (issue 24).
+What stays uncached under OpenAI's rule is below the ceiling's new turns: prompts under 1,024 tokens (the first
+rounds, the round after a summary), the 128-token steps, and the judge's summaries, which read every turn once.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from bench.common import PROBLEM, THREE, table, x
 AGENTS, ROUNDS, WORDS = THREE, 8, 200
 CACHED_PRICE = 0.5
 """A cached prompt token's price, as a share of the input price (OpenAI's discount on most models)."""
+ANTHROPIC_READ, ANTHROPIC_WRITE = 0.1, 1.25
+"""Anthropic's prices of a prompt token read from and written to its cache (5-minute entries), as shares of the
+input price."""
 
 
 @contextmanager
@@ -45,30 +50,54 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _debate() -> tuple[dict[str, Any], float]:
-    """The debate against the server with its cache on; its spend and its wall time."""
+def _debate(model: str, marked: bool) -> tuple[dict[str, Any], float, int]:
+    """The debate on ``model`` against the server with a cache on (Anthropic's rule when ``marked``, else
+    OpenAI's); its spend, its wall time and its repeated tokens."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from debate_engine import Context, compile_debate
     from tests.support.openai_server import OpenAIServer
-    from tests.support.prompt_cache import PromptCache, long_replies
+    from tests.support.prompt_cache import MarkedCache, PromptCache, long_replies, repeated_tokens
 
     with OpenAIServer(words=WORDS) as server:
-        server.prompt_cache, server.tool_args = PromptCache(), long_replies(WORDS)
-        with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000"):
+        server.prompt_cache, server.tool_args = MarkedCache() if marked else PromptCache(), long_replies(WORDS)
+        with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000",
+                          OPENROUTER_BASE_URL=server.base_url, OPENROUTER_API_KEY="sk-or-bench-000000"):
             began = time.perf_counter()
             values = compile_debate().invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "cache"}},
-                                             context=Context(model="openai:bench", agents=AGENTS, rounds=ROUNDS))
-            return values["spend"]["total"], time.perf_counter() - began
+                                             context=Context(model=model, agents=AGENTS, rounds=ROUNDS))
+            seconds = time.perf_counter() - began
+        bodies = [r["body"] for r in server.requests if r["path"].endswith("/chat/completions")]
+        return values["spend"]["total"], seconds, repeated_tokens(bodies)
 
 
 def bench_cache() -> None:
-    total, seconds = _debate()
+    total, seconds, repeated = _debate("openai:bench", marked=False)
     prompt, hits = total["input_tokens"], total.get("cache_read_tokens", 0)
     billed = prompt - hits + hits * CACHED_PRICE
     table(["figure", "tokens", "against", "ratio"], [
         ["prompt tokens that were cache hits", f"{hits:,}", f"all prompt tokens {prompt:,}", f"{hits / prompt:.1%}"],
+        ["ceiling: tokens in blocks the agent had sent before", f"{repeated:,}", f"all prompt tokens {prompt:,}",
+         f"{repeated / prompt:.1%}"],
+        ["cache hits against the ceiling", f"{hits:,}", f"ceiling {repeated:,}", f"{hits / repeated:.1%}"],
         [f"billed-equivalent input tokens (cached at {CACHED_PRICE:.0%})", f"{billed:,.0f}",
          f"every prompt token at full price {prompt:,}", x(billed / prompt)],
     ])
     print(f"({len(AGENTS.split(','))} agents x {ROUNDS} rounds, {total['calls']} calls, {seconds:.1f} s; the "
-          "stable part of each prompt first)\n")
+          "stable part of each prompt first, summaries on their agent's prefix)\n")
+    _marked()
+
+
+def _marked() -> None:
+    """The same debate on an Anthropic model through OpenRouter: the engine marks its prompts; without the
+    markers Anthropic caches nothing."""
+    total, seconds, _ = _debate("openrouter:anthropic/bench", marked=True)
+    prompt, read, written = total["input_tokens"], total.get("cache_read_tokens", 0), total.get("cache_write_tokens", 0)
+    billed = prompt - read - written + read * ANTHROPIC_READ + written * ANTHROPIC_WRITE
+    table(["figure (Anthropic's rule, marked prompts)", "tokens", "against", "ratio"], [
+        ["prompt tokens read from the cache", f"{read:,}", f"all prompt tokens {prompt:,}", f"{read / prompt:.1%}"],
+        ["prompt tokens written to the cache", f"{written:,}", f"all prompt tokens {prompt:,}",
+         f"{written / prompt:.1%}"],
+        [f"billed-equivalent input tokens (read at {ANTHROPIC_READ:.0%}, written at {ANTHROPIC_WRITE:.0%})",
+         f"{billed:,.0f}", f"unmarked: every prompt token at full price {prompt:,}", x(billed / prompt)],
+    ])
+    print(f"({total['calls']} calls, {seconds:.1f} s)\n")
