@@ -20,20 +20,22 @@ import sys
 from typing import Any, TextIO
 
 from debate_engine.app.words import counted
+from debate_engine.config.settings import HUMAN_PREFIX, HUMAN_ROLE
 from debate_engine.providers.secrets import redact
 
 CLEAR = "\r\033[K"
 """Back to the line's start and erase it: how the live line is redrawn."""
 
 
-def expected_calls(agents: int, rounds: int) -> int:
+def expected_calls(agents: int, rounds: int, people: int = 0) -> int:
     """The debate's model calls without clarifications and summaries.
 
     ``agents`` proposals; per round ``agents * (agents - 1)`` critiques and ``agents`` refinements; one synthesis.
+    ``people`` of the seats are persons, whose turns (a proposal, then ``agents`` a round) are not model calls.
     """
     if agents <= 0:
         return 0
-    return agents + rounds * agents * agents + 1
+    return agents + rounds * agents * agents + 1 - people * (1 + rounds * agents)
 
 
 def expected_turn_calls(turns: int, moderated: bool) -> int:
@@ -44,12 +46,17 @@ def expected_turn_calls(turns: int, moderated: bool) -> int:
     return turns * (2 if moderated else 1) + 1 if turns > 0 else 0
 
 
-def planned_calls(settings: dict[str, Any]) -> int:
-    """A stored debate's model calls without clarifications and summaries, whichever its protocol."""
+def planned_calls(settings: dict[str, Any], transcript: list[dict[str, Any]] | None = None) -> int:
+    """A stored debate's model calls without clarifications and summaries, whichever its protocol.
+
+    A roundtable's persons speak when their turn comes: the turns they have taken are taken off.
+    """
+    agents = settings.get("agents", [])
     if settings.get("protocol") == "roundtable":
         params = settings["roundtable"]
-        return expected_turn_calls(params["max_turns"], params["order"] == "moderator")
-    return expected_calls(len(settings.get("agents", [])), settings.get("rounds", 0))
+        spoken = sum(t["speaker"].startswith(HUMAN_PREFIX) for t in transcript or [] if t["kind"] == "message")
+        return expected_turn_calls(params["max_turns"], params["order"] == "moderator") - spoken
+    return expected_calls(len(agents), settings.get("rounds", 0), sum(a["role"] == HUMAN_ROLE for a in agents))
 
 
 def summary_line(values: dict[str, Any]) -> str:
@@ -91,7 +98,7 @@ class Progress:
         self.roundtable = settings.get("protocol") == "roundtable"
         self.calls, self.tokens, self.summaries = made["calls"], made["tokens"], status.get("summaries", 0)
         unplanned = sum(by_phase.get(p, {}).get("calls", 0) for p in ("clarify", "summarize"))
-        self.total = max(planned_calls(settings) + unplanned, self.calls) if settings else 0
+        self.total = max(planned_calls(settings, values.get("transcript")) + unplanned, self.calls) if settings else 0
         self.phase, self.round, self.rounds = status.get("phase", "setup"), status.get("round", 0), status.get(
             "rounds", 0)
 
@@ -126,7 +133,7 @@ class Progress:
             self.rounds = event.get("rounds", 0)
             self.roundtable = roundtable = event.get("protocol") == "roundtable"
             self.total = (expected_turn_calls(self.rounds, self.moderated) if roundtable
-                          else expected_calls(len(event.get("agents", [])), self.rounds))
+                          else expected_calls(len(event.get("agents", [])), self.rounds, event.get("people", 0)))
         elif kind == "phase_started":
             self.phase, self.round = event["phase"], event.get("round", self.round)
             self.rounds = event.get("rounds", self.rounds)
@@ -146,6 +153,8 @@ class Progress:
     def _contribution(self, event: dict[str, Any]) -> None:
         """One call ended; a roundtable's turns and the moderator's choices also say where the debate is."""
         requests, prompt, completion = _spent(event)
+        if self.roundtable and str(event.get("agent_id", "")).startswith(HUMAN_PREFIX):
+            self.total -= 1  # a person's turn: no model call, and who speaks when is known only then
         self.calls += requests
         self.tokens += prompt + completion
         self.total += (event.get("kind") in ("clarification", "assessment")) + max(0, requests - 1)

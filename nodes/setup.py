@@ -15,6 +15,7 @@ from langgraph.types import Overwrite
 from debate_engine.calls.spend import empty_spend
 from debate_engine.config.context import context_of
 from debate_engine.config.resolve import resolve
+from debate_engine.config.settings import is_human
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.briefing import briefing_for
 from debate_engine.nodes.status import emit, new_status
@@ -27,7 +28,7 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
     settings = resolve(context_of(state.get("context"), runtime.context))
     emit({"event": "debate_started", "agents": [a["id"] for a in settings["agents"]], "rounds": settings["rounds"],
-          "protocol": settings["protocol"]})
+          "protocol": settings["protocol"], "people": sum(is_human(a) for a in settings["agents"])})
     opening = briefing_for({**state, "settings": settings}, 1, 0)  # type: ignore[typeddict-item]
     return {
         "problem": problem,

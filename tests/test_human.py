@@ -6,13 +6,15 @@ The agents are the ``fake`` model; the person answers with ``Command(resume={int
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langgraph.types import Command
 
-from debate_engine import Context, compile_debate
+from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
+from debate_engine.app.progress import Progress
 from tests.support.graph_runs import Prompts
 
 PROBLEM = "Design a rate limiter"
@@ -146,3 +148,27 @@ def test_a_stated_position_counts_in_the_votes_and_an_empty_answer_is_a_pass() -
     assert [t["content"] for t in mine] == ["(passed)"] * 4 + ["mine"]
     votes = values["solution"]["verdict"]["votes"]
     assert any(ALICE in v["agents"] and v["position"] == "sliding window" for v in votes)
+
+
+@pytest.mark.parametrize("protocol", ["phases", "roundtable"])
+def test_the_progress_count_leaves_a_persons_turns_out(protocol: str) -> None:
+    """The live line's total is model calls: a person's turns are not, so the count ends at its total."""
+    progress = Progress(stream=io.StringIO())
+    if protocol == "phases":
+        graph, context = compile_debate(), Context(model="fake", agents=ROLES, humans="alice", rounds=2)
+    else:
+        graph, context = compile_roundtable(), RoundtableContext(model="fake", agents=ROLES, humans="alice", turns=8)
+    config: Any = {"configurable": {"thread_id": f"progress-{protocol}"}}
+    given: Any = {"problem": PROBLEM}
+    while True:
+        for event in graph.stream(given, config, context=context, stream_mode="custom"):
+            progress.show(event)
+        if protocol == "phases" and given is not None and not isinstance(given, Command):
+            assert progress.total == 3 + 2 * 3 * 4 + 1  # three model seats of four, two rounds, the synthesis
+        pending = graph.get_state(config).interrupts
+        if not pending:
+            break
+        given = Command(resume={i.id: said(i.value) for i in pending})
+    values = graph.get_state(config).values
+    assert any(t["speaker"] == ALICE for t in values["transcript"])
+    assert progress.calls == progress.total == values["spend"]["total"]["calls"]
