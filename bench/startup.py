@@ -21,6 +21,9 @@ from bench.common import table, x
 
 DEBATE = str(Path(sys.executable).with_name("debate"))
 LATENCY_S = 2.0
+LIBRARIES = "import langgraph.graph, langchain_openai, langgraph.checkpoint.sqlite"
+"""What a debate on an OpenAI-compatible model cannot send its first request without: a bare interpreter importing
+them is the floor of the time to that request."""
 
 
 def _seconds(command: list[str], env: dict[str, str] | None = None, repeat: int = 3) -> float:
@@ -94,11 +97,14 @@ def bench_startup(folder: Path) -> None:
     version = _seconds([DEBATE, "--version"])
     run = _cli_debate(folder)
     first, after, total = min([run["first"], *_first_requests(folder)]), run["after"], run["total"]
+    libraries = _seconds([sys.executable, "-c", LIBRARIES])
     table(["what", "seconds", "against", "ratio"], [
         ["`debate --help`", f"{helps:.2f}", f"bare interpreter {bare:.2f} s", x(helps / bare)],
         ["`debate --version`", f"{version:.2f}", f"bare interpreter {bare:.2f} s", x(version / bare)],
         ["launch to the first model request (best of 4)", f"{first:.2f}", f"whole run {total:.2f} s",
          x(first / total)],
+        ["launch to the first model request (best of 4)", f"{first:.2f}",
+         f"importing the libraries it needs, alone {libraries:.2f} s", x(first / libraries)],
         ["last reply to exit", f"{after:.2f}", f"whole run {total:.2f} s", x(after / total)],
         [f"first request to last reply, {run['calls']:.0f} calls of {LATENCY_S:.0f} s", f"{run['span']:.2f}",
          f"no call in flight {run['own']:.2f} s", f"{run['own'] / run['span']:.1%} not waiting for the model"],
