@@ -15,15 +15,13 @@ from hypothesis import strategies as st
 
 from debate_engine import Context, compile_debate
 from debate_engine.calls.markers import MARKER, blocks, marks_cache
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, serving
 from tests.support.prompt_cache import MarkedCache, long_replies
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    with OpenAIServer(words=60) as srv:
-        monkeypatch.setenv("OPENROUTER_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-markers")
+    with serving(monkeypatch, words=60, provider="openrouter") as srv:
         yield srv
 
 

@@ -16,7 +16,7 @@ from debate_engine.nodes.moderate import next_speaker_schema
 from debate_engine.nodes.summarize import summary_schema
 from debate_engine.nodes.synthesize import judge_schema
 from debate_engine.nodes.views import HEADING_TOKENS, TOKENS_PER_WORD, reply_words
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, serving
 
 BUDGETS = (96, 192, 1024, 4096)
 
@@ -65,9 +65,7 @@ def test_clamping_is_recorded_on_the_turn() -> None:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    with OpenAIServer(words=400) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-small")
+    with serving(monkeypatch, words=400) as srv:
         yield srv
 
 

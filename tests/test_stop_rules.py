@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from debate_engine.config.file import ConfigError
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, serving
 from tests.test_verdict import Script, contributions, debate
 
 
@@ -34,9 +34,7 @@ class Judge:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    with OpenAIServer(words=20) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-stop-rules")
+    with serving(monkeypatch, words=20) as srv:
         yield srv
 
 

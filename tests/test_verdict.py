@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from debate_engine import Context, compile_debate
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, serving
 
 ROLES = {"simplicity advocate": "kiss", "security engineer": "security", "testing and reliability": "testing",
          "software architect": "architect"}
@@ -41,9 +41,7 @@ class Script:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
-    with OpenAIServer(words=20) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-verdict")
+    with serving(monkeypatch, words=20) as srv:
         yield srv
 
 

@@ -21,6 +21,8 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -282,3 +284,12 @@ class OpenAIServer:
     def _record(self, path: str, headers: dict[str, str], body: Any, fault: str | None) -> None:
         with self._lock:
             self.requests.append({"path": path, "headers": headers, "body": body, "fault": fault, "time": time.time()})
+
+
+@contextmanager
+def serving(monkeypatch: Any, words: int = 40, provider: str = "openai") -> Iterator[OpenAIServer]:
+    """A server for one test, the engine's ``openai:`` (or ``openrouter:``) models pointed at it with a test key."""
+    with OpenAIServer(words=words) as srv:
+        monkeypatch.setenv(f"{provider.upper()}_BASE_URL", srv.base_url)
+        monkeypatch.setenv(f"{provider.upper()}_API_KEY", f"sk-test-{provider}-loopback")
+        yield srv
