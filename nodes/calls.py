@@ -27,6 +27,7 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
+from debate_engine.nodes.tools import DEBATER_CALLS, toolset
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def request_of(call: Call) -> Request:
         models=(agent["model"], *agent["fallback_models"]), system=call.system, user=call.user,
         temperature=agent["temperature"], max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"],
         schema=call.schema, retry_empty=call.retry_empty, limit=call.limit, run=run_key(), who=agent["id"],
-        tags=(agent["id"], phase),
+        tools=toolset(agent) if call.kind in DEBATER_CALLS else (), tags=(agent["id"], phase),
         metadata={"agent_id": agent["id"], "phase": phase, "kind": call.kind, "round": call.round},
     )
 

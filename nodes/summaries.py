@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 from langgraph.func import task
 
 from debate_engine.calls import Request, adrive, drive
-from debate_engine.calls.schemas import CHARS_PER_TOKEN, Bounded, answer_schema, chars_for, list_field, text_field
+from debate_engine.calls.schemas import CHARS_PER_TOKEN
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import AgentProfile, RunSettings
 from debate_engine.graph.state import ConversationState, FacetEntry
@@ -29,7 +29,6 @@ from debate_engine.memory import (
     JUDGE_ID,
     Decision,
     Prompt,
-    StructuredSummary,
     SummarizationSettings,
     SummaryJob,
     SummaryRecord,
@@ -41,13 +40,13 @@ from debate_engine.memory import (
     summary_material,
 )
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
-from debate_engine.memory.facets import FACET_CAPS
 from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
 from debate_engine.memory.summarizer import chunks, room, target_length
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
+from debate_engine.nodes.tools import summary_schema, toolset
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.secrets import redact
@@ -219,20 +218,6 @@ def jobs(state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision
     return calls
 
 
-@lru_cache(maxsize=32)
-def summary_schema(max_output_tokens: int) -> type[Bounded]:
-    """A summary's structured form sized to its output budget: fewer, shorter facet lists when it is small."""
-    count = {name: min(cap, max(1, max_output_tokens // 200)) for name, cap in FACET_CAPS.items()}
-    item = min(160, max(24, int(max_output_tokens * 0.3 * CHARS_PER_TOKEN / sum(count.values()))))
-    return answer_schema(
-        "StructuredSummary", StructuredSummary.__doc__ or "",
-        narrative=text_field(str(StructuredSummary.model_fields["narrative"].description),
-                             chars_for(max_output_tokens, 0.6)),
-        **{name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
-           for name, n in count.items()},
-    )
-
-
 def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
     """The road's request for one of a summary's prompts: the agent's models, cooler, its tokens off the stream."""
     agent = call.agent
@@ -240,6 +225,7 @@ def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
         models=(agent["model"], *agent["fallback_models"]), system=prompt.system, user=prompt.user,
         temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
         timeout_s=agent["timeout_s"], schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
+        tools=toolset(agent),
         prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
         tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
     )

@@ -8,7 +8,7 @@ final line and ``debate list``.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.calls.usage import usage_of
 from debate_engine.providers.prices import price_of
 from tests.support.openai_server import OpenAIServer
-from tests.support.prompt_cache import PromptCache, long_replies
+from tests.support.prompt_cache import PromptCache, Read, long_replies
 
 MODEL = "openai:m"
 PRICE = {"input": 10.0, "output": 10.0, "cacheRead": 1.0}
@@ -35,9 +35,9 @@ class Recorded(PromptCache):
         super().__init__(min_tokens, step)
         self.reported: list[int] = []
 
-    def hit(self, tokens: Sequence[Hashable]) -> int:
-        found = super().hit(tokens)
-        self.reported.append(found)
+    def read(self, body: dict[str, Any]) -> Read:
+        found = super().read(body)
+        self.reported.append(found.details["cached_tokens"])
         return found
 
 

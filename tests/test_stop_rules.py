@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from debate_engine.config.file import ConfigError
+from tests.support.fake_replies import wanted_tool
 from tests.support.openai_server import OpenAIServer, serving
 from tests.test_verdict import Script, contributions, debate
 
@@ -39,7 +40,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
 
 
 def checks(server: OpenAIServer, name: str) -> list[dict[str, Any]]:
-    return [r["body"] for r in server.requests if name in json.dumps((r["body"] or {}).get("tools") or [])]
+    return [r["body"] for r in server.requests if wanted_tool(r["body"]) == name]
 
 
 def test_a_score_at_the_threshold_stops_the_debate_in_that_round(server: OpenAIServer, tmp_path: Path) -> None:

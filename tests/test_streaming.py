@@ -20,7 +20,8 @@ def test_custom_events_announce_the_debate_each_phase_and_each_turn() -> None:
     events = [e for e in graph.stream({"problem": "p"}, config, stream_mode="custom",
                                       context=Context(model="fake", agents="architect,kiss", rounds=2))]
     values = graph.get_state(config).values
-    assert events[0] == {"event": "debate_started", "agents": ["architect", "kiss"], "rounds": 2, "protocol": "phases"}
+    assert events[0] == {"event": "debate_started", "agents": ["architect", "kiss"], "rounds": 2, "protocol": "phases",
+                         "people": 0}
     phases = [(e["phase"], e["round"], e["rounds"]) for e in events if e["event"] == "phase_started"]
     assert phases == [("propose", 1, 2), ("critique", 1, 2), ("refine", 1, 2),
                       ("critique", 2, 2), ("refine", 2, 2), ("synthesize", 2, 2)]

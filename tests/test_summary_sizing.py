@@ -13,6 +13,7 @@ from debate_engine.memory.strategies import Plan
 from debate_engine.memory.summarizer import CHARS_PER_TOKEN, SummaryJob, target_length
 from debate_engine.nodes.summarize import summary_instructions
 from tests.conftest import make_turn
+from tests.support.fake_replies import wanted_tool
 from tests.support.summaries import summarize_with
 
 PROFILE = {"id": "architect", "role": "architect", "summary_prompt": None}
@@ -61,7 +62,8 @@ def test_a_summary_cut_at_the_output_limit_is_retried_shorter_not_stored() -> No
     first, second = (b["messages"][-1]["content"] for b in bodies)
     assert "at most 960 characters" in first and "at most 480 characters" in second
     # the retry asks for prose: the structured form's JSON is what overflowed the output allowance
-    assert "tools" in bodies[0] and "tools" not in bodies[1] and record["structured"] is False
+    assert wanted_tool(bodies[0]) == "StructuredSummary" and wanted_tool(bodies[1]) is None
+    assert record["structured"] is False
 
 
 def test_a_summary_cut_twice_is_a_failure_that_covers_nothing_new() -> None:

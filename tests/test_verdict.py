@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from debate_engine import Context, compile_debate
+from tests.support.fake_replies import wanted_tool
 from tests.support.openai_server import OpenAIServer, serving
 
 ROLES = {"simplicity advocate": "kiss", "security engineer": "security", "testing and reliability": "testing",
@@ -54,7 +55,7 @@ def debate(tmp_path: Path, agents: str, rounds: int, **debate_keys: Any) -> dict
 
 
 def contributions(server: OpenAIServer) -> int:
-    return sum(1 for r in server.requests if "Contribution" in json.dumps((r["body"] or {}).get("tools") or []))
+    return sum(1 for r in server.requests if wanted_tool(r["body"]) == "Contribution")
 
 
 def test_agents_that_agree_in_round_2_of_6_stop_after_round_2(server: OpenAIServer, tmp_path: Path) -> None:

@@ -14,6 +14,12 @@ _VOCAB_TEXT = (
 VOCAB = tuple(_VOCAB_TEXT.split())
 
 
+def wanted_tool(body: Any) -> str | None:
+    """The tool a chat request forces the model to call (None: a prose answer, whatever tools it offers)."""
+    choice = body.get("tool_choice") if isinstance(body, dict) else None
+    return (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+
+
 def text_of(content: Any) -> str:
     """Message content is a string or a list of typed parts; tests search the text either way."""
     if isinstance(content, str):

@@ -28,8 +28,8 @@ from types import TracebackType
 from typing import Any
 
 from tests.support.fake_replies import fake_value as _fake  # a module global, so a test can patch the tool replies
-from tests.support.fake_replies import reply_words, text_of
-from tests.support.prompt_cache import MarkedCache, PromptCache, tokens_of
+from tests.support.fake_replies import reply_words, text_of, wanted_tool
+from tests.support.prompt_cache import MarkedCache, PromptCache, Read, tokens_of
 
 FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
 MODEL = "test-model"
@@ -108,8 +108,11 @@ class _Handler(BaseHTTPRequestHandler):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "tests"}
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
         elif self.command == "POST" and path.endswith("/chat/completions") and isinstance(body, dict):
+            cached = owner.prompt_cache.read(body) if owner.prompt_cache is not None else None  # as it arrives
             owner._stopping.wait(owner.latency_s)
-            self._chat(body, fault)
+            self._chat(body, fault, cached)
+            if owner.prompt_cache is not None and cached is not None:
+                owner.prompt_cache.commit(cached)  # answered: its prompt now serves the requests after it
         else:
             self._error(404, f"No route for {self.command} {path}.")
 
@@ -125,7 +128,7 @@ class _Handler(BaseHTTPRequestHandler):
         error = {"message": message, "type": "invalid_request_error" if status < 500 else "server_error"}
         self._send(status, json.dumps({"error": {**error, "param": None, "code": code}}).encode(), extra=extra)
 
-    def _chat(self, body: dict[str, Any], fault: str | None) -> None:
+    def _chat(self, body: dict[str, Any], fault: str | None, cached: Read | None = None) -> None:
         owner = self.server.owner
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         prompt_tokens = len(tokens_of(messages))
@@ -139,8 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
         message: dict[str, Any] = {"role": "assistant", "content": " ".join(words).capitalize() + "." if words else ""}
         tools = body.get("tools") or []
         if tools and body.get("tool_choice") != "none" and fault not in ("empty", "length"):
-            choice = body.get("tool_choice")
-            wanted = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+            wanted = wanted_tool(body)
             funcs = [t["function"] for t in tools if isinstance(t, dict) and "function" in t] or [{"name": "tool"}]
             func = next((f for f in funcs if f["name"] == wanted), funcs[0])
             params = func.get("parameters") or {}
@@ -157,8 +159,8 @@ class _Handler(BaseHTTPRequestHandler):
             words, finish = arguments.split(), "tool_calls"
         usage: dict[str, Any] = {"prompt_tokens": prompt_tokens, "completion_tokens": len(words)}
         usage["total_tokens"] = prompt_tokens + len(words)
-        if owner.prompt_cache is not None:
-            usage["prompt_tokens_details"] = owner.prompt_cache.details(messages)
+        if cached is not None:
+            usage["prompt_tokens_details"] = cached.details
         with owner._lock:
             owner._usage += usage["total_tokens"]
         head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time())}

@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from tests.support.fake_replies import reply_words, text_of
 
@@ -25,47 +25,76 @@ _PART = re.compile(r"(?<=\n\n)(?=#{2,3} )")
 """Where a user message's parts and history turns begin."""
 
 
+class Read(NamedTuple):
+    """What the cache served a request as it arrived, and the entries its prompt makes once it is answered."""
+
+    details: dict[str, int]
+    """The usage's ``prompt_tokens_details``."""
+    entries: frozenset[int]
+
+
+def seed_of(body: dict[str, Any], *keys: str) -> int:
+    """The start of a request's prefix: its tools (and whatever else of ``keys`` the provider puts before the
+    messages), so that a request with other tools shares nothing with it."""
+    return hash(tuple(json.dumps(body.get(k), sort_keys=True) for k in ("tools", *keys)))
+
+
 class PromptCache:
-    """Prefixes seen so far; ``hit(tokens)`` says how many of a prompt's tokens the cache serves, then keeps it."""
+    """OpenAI's rule: prefixes seen so far; ``read`` says how many of a prompt's tokens the cache serves.
+
+    The tool list is part of the prefix. An entry exists once its request has been answered (``commit``): calls
+    sent together do not serve each other.
+    """
 
     def __init__(self, min_tokens: int = MIN_TOKENS, step: int = STEP) -> None:
         self.min_tokens, self.step = min_tokens, step
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
-    def hit(self, tokens: Sequence[Hashable]) -> int:
+    def hit(self, tokens: Sequence[Hashable], seed: int = 0) -> int:
         """Tokens of this prompt served from the cache; its own prefixes are cached for the requests after it."""
-        chain, found, hits = 0, True, 0
+        read = self._read(tokens, seed)
+        self.commit(read)
+        return read.details["cached_tokens"]
+
+    def _read(self, tokens: Sequence[Hashable], seed: int) -> Read:
+        chain, found, hits, entries = seed, True, 0, set()
         keep = len(tokens) >= self.min_tokens  # a shorter prompt is never cached
         with self._lock:
             for end in range(self.step, len(tokens) + 1, self.step):
                 chain = hash((chain, tuple(tokens[end - self.step:end])))
                 if found and chain in self._seen:
                     hits = end
-                elif keep:
-                    found = False
-                    self._seen.add(chain)
-                else:
-                    found = False
-        return hits if hits >= self.min_tokens else 0
+                    continue
+                found = False
+                if keep:
+                    entries.add(chain)
+        return Read({"cached_tokens": hits if hits >= self.min_tokens else 0}, frozenset(entries))
 
-    def details(self, messages: Sequence[dict[str, Any]]) -> dict[str, int]:
-        """The usage's ``prompt_tokens_details`` for a request's messages."""
-        return {"cached_tokens": self.hit(tokens_of(messages))}
+    def read(self, body: dict[str, Any]) -> Read:
+        """What the cache serves a request as it arrives."""
+        return self._read(tokens_of(body.get("messages") or []), seed_of(body))
+
+    def commit(self, read: Read) -> None:
+        """The request has been answered: its prefixes serve the requests after it."""
+        with self._lock:
+            self._seen |= read.entries
 
 
 def tokens_of(messages: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
     """A request's tokens as the server counts them: each word of each message, tagged with its role."""
-    return [(m.get("role"), word) for m in messages for word in text_of(m.get("content")).split()]
+    return [(m.get("role"), word) for m in messages if isinstance(m, dict)
+            for word in text_of(m.get("content")).split()]
 
 
 class MarkedCache:
     """Anthropic's rule, as OpenRouter reports it: only prefixes ending at a marked block are cached.
 
-    A request's blocks are its messages' content parts. At each block marked ``cache_control`` the prefix up to
-    it is written (when it holds ``min_tokens`` or more); a read is the longest earlier entry that ends at one
-    of the ``lookback`` block boundaries up to a marker. Reads are ``cached_tokens``; what a marker adds beyond
-    them is ``cache_write_tokens`` (billed above the input price).
+    A request's blocks are its messages' content parts, after its tools and tool choice (a change to either
+    makes the messages' entries useless). At each block marked ``cache_control`` the prefix up to it is written
+    (when it holds ``min_tokens`` or more); a read is the longest earlier entry that ends at one of the
+    ``lookback`` block boundaries up to a marker. Reads are ``cached_tokens``; what a marker adds beyond them is
+    ``cache_write_tokens`` (billed above the input price). An entry exists once its request has been answered.
     """
 
     def __init__(self, min_tokens: int = MIN_TOKENS, lookback: int = 20) -> None:
@@ -73,16 +102,16 @@ class MarkedCache:
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
-    def details(self, messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    def read(self, body: dict[str, Any]) -> Read:
         ends: list[tuple[int, int, bool]] = []  # after each block: the prefix's hash, its tokens, whether marked
-        chain = count = 0
-        for message in messages:
+        chain, count = seed_of(body, "tool_choice"), 0
+        for message in body.get("messages") or []:
             content = message.get("content")
             for part in content if isinstance(content, list) else [{"text": text_of(content)}]:
                 words = [(message.get("role"), w) for w in str(part.get("text", "")).split()]
                 chain, count = hash((chain, tuple(words))), count + len(words)
                 ends.append((chain, count, "cache_control" in part))
-        read = written = 0
+        read, written, entries = 0, 0, set()
         with self._lock:
             for i, (key, tokens, marked) in enumerate(ends):
                 if not marked:
@@ -90,9 +119,13 @@ class MarkedCache:
                 found = [n for h, n, _ in ends[max(0, i - self.lookback + 1):i + 1] if h in self._seen]
                 read = max([read, *found])
                 if tokens >= self.min_tokens and key not in self._seen:
-                    self._seen.add(key)
+                    entries.add(key)
                     written = tokens - read
-        return {"cached_tokens": read, "cache_write_tokens": written}
+        return Read({"cached_tokens": read, "cache_write_tokens": written}, frozenset(entries))
+
+    def commit(self, read: Read) -> None:
+        with self._lock:
+            self._seen |= read.entries
 
 
 def long_replies(words: int) -> Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]:
