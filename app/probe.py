@@ -40,7 +40,7 @@ class PromptLog(BaseCallbackHandler):
     def on_chat_model_start(self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any) -> None:
         meta = metadata or {}
         for batch in messages:
-            text = "\n".join(str(m.content) for m in batch)
+            text = "\n".join(m.text for m in batch)  # the text of marked blocks too
             self.prompts.append({"agent_id": meta.get("agent_id"), "kind": meta.get("kind"),
                                  "round": meta.get("round"), "text": text, "digest": digest(text)})
 

@@ -18,14 +18,25 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from debate_engine.memory.budget import TASK_HEADER
+from debate_engine.memory.budget import (
+    HISTORY_HEADER,
+    PINNED_HEADER,
+    PROBLEM_HEADER,
+    SUMMARY_HEADER,
+    TASK_HEADER,
+)
 from debate_engine.providers.factory import parse_spec
 
 MARKER = {"type": "ephemeral"}
 MARKED_PREFIXES = ("anthropic/",)
 """OpenRouter model names whose provider caches only marked prompts."""
-_BOUNDARY = re.compile(r"(?<=\n\n)(?=#{2,3} )")
-"""Where a prompt's parts (``## ``) and its history's turns (``### ``) begin."""
+_PARTS = "|".join(re.escape(h) for h in (PROBLEM_HEADER, PINNED_HEADER, SUMMARY_HEADER, HISTORY_HEADER))
+_BOUNDARY = re.compile(
+    rf"(?<=\n\n)(?=(?:{_PARTS})\n|### [^\n]*\((?:round|turn) \d+\)\n"
+    r"|### Clarifications asked by |### Briefing from the organisers\n)"
+)
+"""Where the prompt's own parts and its history's turns begin (headings as ``memory.budget`` writes them), not a
+heading inside a reply: each boundary is a block, and Anthropic looks back only 20 blocks."""
 
 
 def marks_cache(spec: str) -> bool:
@@ -35,20 +46,27 @@ def marks_cache(spec: str) -> bool:
 
 
 def blocks(user: str) -> list[dict[str, Any]]:
-    """The user message as text blocks that join to ``user``; the last block before the task is marked."""
-    head, found, task = user.rpartition(f"\n\n{TASK_HEADER}")
-    stable, rest = (head + found[:2], found[2:] + task) if found else (user, "")
-    parts: list[dict[str, Any]] = [{"type": "text", "text": p} for p in _BOUNDARY.split(stable) if p]
-    if parts:
-        parts[-1]["cache_control"] = MARKER
-    if rest:
-        parts.append({"type": "text", "text": rest})
-    return parts
+    """The user message as text blocks that join to ``user``; the last block before the task is marked.
+
+    A prompt with no task part (an evaluator's) is one unmarked block: nothing else would read its entry.
+    """
+    head, found, task = user.rpartition(f"\n\n{TASK_HEADER}\n")
+    if not found or not head.strip():
+        return [{"type": "text", "text": user}]
+    texts: list[str] = []
+    for piece in _BOUNDARY.split(head + "\n\n"):
+        if texts and not texts[-1].strip():
+            texts[-1] += piece  # never a block of whitespace alone
+        elif piece:
+            texts.append(piece)
+    parts: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
+    parts[-1]["cache_control"] = MARKER
+    return [*parts, {"type": "text", "text": found[2:] + task}]
 
 
 def messages(system: str, user: str, spec: str) -> list[Any]:
     """The chat messages of one request to ``spec``: plain text, or marked blocks where the provider needs them."""
-    if not marks_cache(spec):
+    if not marks_cache(spec) or not system.strip():
         return [SystemMessage(system), HumanMessage(user)]
     marked_system = [{"type": "text", "text": system, "cache_control": MARKER}]
     return [SystemMessage(marked_system), HumanMessage(blocks(user))]  # type: ignore[arg-type]

@@ -211,12 +211,12 @@ def _request(job: SummaryJob, fold: SummaryRecord | None, part: list[Turn], leng
     """The agent's own prompt over ``part``, the summarizer's instructions as its task."""
     pinned = {t["seq"] for t in job.pinned}
     told = [t for t in part if t["seq"] not in pinned]  # the clarifications are shown after the problem
-    to_seq = part[-1]["seq"] + 1 if part else 0
-    instructions = truncate_to_tokens(job.instructions(length), job.budget.system // 4)
-    return ViewRequest(
+    to_seq = part[-1]["seq"] + 1 if part else job.plan.through
+    instructions = truncate_to_tokens(job.instructions(length), job.budget.system // 2)
+    return ViewRequest(  # a chunk's own clarifications must be shown; later ones never push them out
         system_prompt=job.system, task=f"{instructions}\n\n{job.instruction}", summary=fold,
-        newest_first=reversed(told), since=told[0]["seq"] if told else to_seq, to_seq=to_seq, budget=job.budget,
-        problem=job.problem, pinned=job.pinned,
+        newest_first=reversed(told), since=part[0]["seq"] if part else to_seq, to_seq=to_seq, budget=job.budget,
+        problem=job.problem, pinned=[t for t in job.pinned if t["seq"] < to_seq],
     )
 
 

@@ -27,7 +27,7 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
-from debate_engine.nodes.tools import DEBATER_CALLS, toolset
+from debate_engine.nodes.tools import DEBATER_CALLS, schema_tokens, toolset
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,9 @@ class Call:
         """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
         if is_human(self.agent):
             return []
+        tools = schema_tokens(toolset(self.agent) if self.kind in DEBATER_CALLS else (self.schema,) if self.schema else ())
         return [((self.agent["model"], *self.agent["fallback_models"]),
-                 *worst_case(self.view["prompt_tokens"], self.agent["max_output_tokens"]))]
+                 *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))]
 
     def without_retries(self) -> Call:
         """The same call with no retry of an empty reply (when the spend cap has no room for one)."""

@@ -42,11 +42,11 @@ from debate_engine.memory import (
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import chunks, room, target_length
+from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, room, target_length
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
-from debate_engine.nodes.tools import summary_schema, toolset
+from debate_engine.nodes.tools import schema_tokens, summary_schema, toolset
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.secrets import redact
@@ -165,12 +165,14 @@ class SummaryCall:
         job = self.job
         fixed = (count_tokens(job.system) + count_tokens(job.problem) + sum(turn_cost(t) for t in job.pinned)
                  + count_tokens(job.instructions(target_length(job))) + count_tokens(job.instruction)
-                 + FRAME_OVERHEAD + min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary))
+                 + FRAME_OVERHEAD + SUMMARY_MARGIN)
+        first = min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary)
+        tools = schema_tokens(toolset(self.agent) or (summary_schema(self.agent["max_output_tokens"]),))
         models = (self.agent["model"], *self.agent["fallback_models"])
-        reserves: list[Reserve] = [
-            (models, *worst_case(min(job.budget.total, fixed + sum(turn_cost(t) for t in part)),
-                                 self.agent["max_output_tokens"]))
-            for part in chunks(job.plan.turns, room(job))
+        reserves: list[Reserve] = [  # after the first chunk, an interim summary is folded in
+            (models, *worst_case(min(job.budget.total, fixed + (first if i == 0 else job.budget.summary)
+                                     + sum(turn_cost(t) for t in part)) + tools, self.agent["max_output_tokens"]))
+            for i, part in enumerate(chunks(job.plan.turns, room(job)))
         ]
         return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
 

@@ -8,11 +8,15 @@ and says which it wants (``tool_choice``: that tool, or none for prose).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from functools import lru_cache
+
+from pydantic import BaseModel
 
 from debate_engine.calls.schemas import CHARS_PER_TOKEN, Bounded, answer_schema, chars_for, list_field, text_field
 from debate_engine.config.settings import AgentProfile, is_human
-from debate_engine.memory import JUDGE_ID, StructuredSummary
+from debate_engine.memory import JUDGE_ID, StructuredSummary, count_tokens
 from debate_engine.memory.facets import FACET_CAPS
 from debate_engine.nodes.positions import contribution_schema
 from debate_engine.nodes.schedule import TABLE_ID
@@ -33,6 +37,16 @@ def summary_schema(max_output_tokens: int) -> type[Bounded]:
         **{name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
            for name, n in count.items()},
     )
+
+
+@lru_cache(maxsize=64)
+def _tokens(schema: type[BaseModel]) -> int:
+    return count_tokens(json.dumps(schema.model_json_schema()))
+
+
+def schema_tokens(schemas: Iterable[type[BaseModel]]) -> int:
+    """Prompt tokens the tools' definitions add to a request, about as a provider bills them."""
+    return sum(_tokens(schema) for schema in schemas)
 
 
 def toolset(profile: AgentProfile) -> tuple[type[Bounded], ...]:

@@ -87,14 +87,29 @@ def test_under_anthropics_rule_only_the_marked_prompts_are_read_from_the_cache(s
     assert marked["cache_write_tokens"] > 0 and marked["cache_read_tokens"] > 0.3 * marked["input_tokens"]
 
 
-@given(st.lists(st.sampled_from(["## Problem\n", "### Turn\n", "text ", "\n\n", "## Your task\n", "#", "\n"]),
+@given(st.lists(st.sampled_from(["## Problem\n", "### Proposal by a (round 1)\n", "text ", "\n\n", "## Your task\n",
+                                 "#", "\n", "## Summary of your earlier history\n", "### Heading in a reply\n"]),
                 max_size=30))
-def test_blocks_always_join_to_the_prompt_with_at_most_one_marker(pieces: list[str]) -> None:
+def test_blocks_always_join_to_the_prompt_and_mark_only_before_a_task(pieces: list[str]) -> None:
     user = "".join(pieces)
     parts = blocks(user)
     assert "".join(p["text"] for p in parts) == user
-    assert sum("cache_control" in p for p in parts) <= 1
-    assert all(p["text"] for p in parts)
+    marked = [i for i, p in enumerate(parts) if "cache_control" in p]
+    assert all(p["text"].strip() for p in parts) or len(parts) == 1, "no block of whitespace alone"
+    if marked:  # one marker, on the last block before the task part, which is the last block
+        assert len(marked) == 1 and marked[0] == len(parts) - 2 and parts[-1]["text"].startswith("## Your task\n")
+    else:
+        assert len(parts) == 1
+
+
+def test_a_heading_inside_a_reply_is_not_a_block() -> None:
+    """Anthropic looks back 20 blocks: only the prompt's own parts and turns start one, not a reply's headings."""
+    reply = "## Design\n\n### Quotas\nPer tenant.\n\n### Bursts\nToken buckets.\n\n#### Notes\nnone"
+    turns = "".join(f"### Refinement by a (round {r})\n{reply}\n\n" for r in range(1, 7))
+    user = f"## Problem\nDesign.\n\n## Recent history, verbatim\n{turns}## Your task\nCritique."
+    parts = blocks(user)
+    assert "".join(p["text"] for p in parts) == user
+    assert len(parts) == 1 + 1 + 5 + 1  # the problem, the history heading with the first turn, five more turns, the task
 
 
 @pytest.mark.parametrize(("spec", "marked"), [
