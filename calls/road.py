@@ -25,7 +25,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
@@ -35,7 +35,7 @@ from debate_engine.calls.slots import aslot, slot, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
 from debate_engine.memory.records import Usage
 from debate_engine.providers.errors import ProviderError, is_provider_error
-from debate_engine.providers.factory import caches_prompts, chat_model, loop_token, provider_of
+from debate_engine.providers.factory import chat_model, loop_token, provider_of
 from debate_engine.providers.secrets import redact
 
 Outcome = Literal["ok", "cut", "empty", "unparsed", "failed", "timeout"]
@@ -79,10 +79,6 @@ class Request:
     """Who is asking, for error messages (an agent id)."""
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-    tools: tuple[type[BaseModel], ...] = ()
-    """Every tool the asker's calls offer (the schema among them): sent with each call to a provider that caches
-    prompts, the wanted one forced (or none, for prose), so that all of them share one cached prefix. Empty: the
-    schema alone, as its own tool."""
 
 
 @dataclass
@@ -158,22 +154,12 @@ def _runnable(request: Request, spec: str, structured: bool, loop: int) -> Runna
     model = chat_model(spec, temperature=request.temperature, max_tokens=request.max_tokens,
                        timeout_s=request.timeout_s, loop=loop)
     runnable: Runnable[Any, Any] = model
-    if request.tools and caches_prompts(spec):
-        wanted = request.schema.__name__ if structured and request.schema is not None else "none"
-        options = {"parallel_tool_calls": False} if wanted != "none" else {}
-        runnable = model.bind_tools(list(request.tools), tool_choice=wanted, **options) | _as_structured
-    elif structured and request.schema is not None:
+    if structured and request.schema is not None:
         try:
             runnable = model.with_structured_output(request.schema, method="function_calling", include_raw=True)
         except NotImplementedError:
             return None
     return runnable.with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
-
-
-@RunnableLambda
-def _as_structured(message: Any) -> dict[str, Any]:
-    """A reply to a call that offered several tools, in ``with_structured_output``'s shape (parsed by the road)."""
-    return {"raw": message, "parsed": None}
 
 
 def _result(request: Request, spec: str, structured: bool, out: Any, started: float) -> _Result:
@@ -190,10 +176,11 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     calls = json.dumps([c.get("args") for c in getattr(raw, "tool_calls", None) or []])
     usage = usage_of(raw) or counted_usage(request.system + "\n" + request.user, text or calls)
     # With a schema, a plain answer is read for JSON too: small models often write it instead of a tool call.
-    given = out.get("parsed") if structured and isinstance(out, dict) else None
+    given = out.get("parsed") if structured else None
     parsed = parse_structured(request.schema, raw, given) if request.schema else None
     error: str | None = None
-    if not text and not getattr(raw, "tool_calls", None) and not getattr(raw, "invalid_tool_calls", None):
+    called = structured and (getattr(raw, "tool_calls", None) or getattr(raw, "invalid_tool_calls", None))
+    if not text and parsed is None and not called:  # a tool called where prose was asked is no answer either
         outcome, error = "empty", "the model returned an empty reply"
     elif structured and parsed is None:
         outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"

@@ -27,7 +27,7 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
-from debate_engine.nodes.tools import DEBATER_CALLS, schema_tokens, toolset
+from debate_engine.nodes.tools import schema_tokens
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Call:
         """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
         if is_human(self.agent):
             return []
-        tools = schema_tokens(toolset(self.agent) if self.kind in DEBATER_CALLS else (self.schema,) if self.schema else ())
+        tools = schema_tokens((self.schema,) if self.schema else ())  # its definition is billed as prompt
         return [((self.agent["model"], *self.agent["fallback_models"]),
                  *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))]
 
@@ -118,7 +118,7 @@ def request_of(call: Call) -> Request:
         models=(agent["model"], *agent["fallback_models"]), system=call.system, user=call.user,
         temperature=agent["temperature"], max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"],
         schema=call.schema, retry_empty=call.retry_empty, limit=call.limit, run=run_key(), who=agent["id"],
-        tools=toolset(agent) if call.kind in DEBATER_CALLS else (), tags=(agent["id"], phase),
+        tags=(agent["id"], phase),
         metadata={"agent_id": agent["id"], "phase": phase, "kind": call.kind, "round": call.round},
     )
 

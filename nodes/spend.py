@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, Tally, cached, dearest, empty_spend, judge_floor
+from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.providers.prices import cost
 
@@ -28,8 +29,8 @@ def fits(state: ConversationState, wanted: Iterable[Reserve], keep_judge: bool =
     calls: list[Reserve] = list(wanted)
     if keep_judge:
         judge = settings["judge"]
-        floor = judge_floor(judge["context_window"], judge["max_output_tokens"])
-        calls.append(((judge["model"], *judge.get("fallback_models", [])), *floor))
+        prompt, answer = judge_floor(judge["context_window"], judge["max_output_tokens"])
+        calls.append(((judge["model"], *judge.get("fallback_models", [])), prompt + judge_tools(judge), answer))
     for specs, i, o in calls:
         tokens += i + o
         dollars += dearest(settings["prices"], specs, i, o)
@@ -47,11 +48,20 @@ def left_for_judge(state: ConversationState) -> int | None:
     limits = []
     if cap["max_tokens"] is not None:
         limits.append(cap["max_tokens"] - spent["input_tokens"] - spent["output_tokens"] - judge["max_output_tokens"])
-    price = settings["prices"].get(judge["model"], FREE)
+    models = (judge["model"], *judge.get("fallback_models", []))  # any of them may answer: the dearest
+    price = max((settings["prices"].get(m, FREE) for m in models), key=lambda p: (p["input"], p["output"]))
     if cap["max_cost"] is not None and price["input"] > 0:
         left = cap["max_cost"] - spent["cost"] - cost(price, 0, judge["max_output_tokens"])
         limits.append(int(left * 1_000_000 / price["input"]))
-    return int(min(limits) / PROMPT_MARGIN) - 16 if limits else None
+    return int(min(limits) / PROMPT_MARGIN) - 16 - judge_tools(judge) if limits else None
+
+
+def judge_tools(judge: AgentProfile) -> int:
+    """Prompt tokens of the synthesis's tool definition, which the provider bills with its prompt."""
+    from debate_engine.nodes.synthesize import judge_schema
+    from debate_engine.nodes.tools import schema_tokens
+
+    return schema_tokens((judge_schema(judge["max_output_tokens"]),))
 
 
 def spend_figures(total: Tally) -> dict[str, Any]:

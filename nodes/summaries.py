@@ -46,7 +46,7 @@ from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, room, target
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
-from debate_engine.nodes.tools import schema_tokens, summary_schema, toolset
+from debate_engine.nodes.tools import schema_tokens, summary_schema
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.secrets import redact
@@ -167,7 +167,7 @@ class SummaryCall:
                  + count_tokens(job.instructions(target_length(job))) + count_tokens(job.instruction)
                  + FRAME_OVERHEAD + SUMMARY_MARGIN)
         first = min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary)
-        tools = schema_tokens(toolset(self.agent) or (summary_schema(self.agent["max_output_tokens"]),))
+        tools = schema_tokens((summary_schema(self.agent["max_output_tokens"]),))
         models = (self.agent["model"], *self.agent["fallback_models"])
         reserves: list[Reserve] = [  # after the first chunk, an interim summary is folded in
             (models, *worst_case(min(job.budget.total, fixed + (first if i == 0 else job.budget.summary)
@@ -227,7 +227,6 @@ def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
         models=(agent["model"], *agent["fallback_models"]), system=prompt.system, user=prompt.user,
         temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
         timeout_s=agent["timeout_s"], schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
-        tools=toolset(agent),
         prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
         tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
     )

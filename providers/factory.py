@@ -259,11 +259,6 @@ def context_window(spec: str, configured: int | None = None) -> int:
     return DEFAULT_CONTEXT_WINDOW
 
 
-def caches_prompts(spec: str) -> bool:
-    """Whether the provider caches repeated prompt prefixes (the remote ones; the embedded server keeps its own)."""
-    return parse_spec(spec).provider in ("openai", "openrouter")
-
-
 def provider_of(spec: str) -> str:
     """The provider part of a spec."""
     return parse_spec(spec).provider

@@ -180,7 +180,7 @@ def test_the_cost_cap_counts_cached_tokens_at_the_cache_price(server: OpenAIServ
     cached = run(config(tmp_path), max_cost=cap)
     usages = requests(cached)
     billed, full = by_hand(usages, PRICE["cacheRead"]), by_hand(usages, PRICE["input"])
-    assert cached["spend"]["total"]["cost"] == pytest.approx(billed) and billed < 0.6 * full
+    assert cached["spend"]["total"]["cost"] == pytest.approx(billed) and billed < 0.7 * full
     assert cached.get("stopped") is None and cached["solution"]  # billed, the whole debate fits the cap
     server.prompt_cache = None  # the same debate, every prompt token at the input price: the cap stops it early
     uncached = run(config(tmp_path), max_cost=cap)

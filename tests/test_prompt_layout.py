@@ -7,7 +7,6 @@ the checks read the requests it received, as a provider's cache would see them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,7 +18,7 @@ from debate_engine import Context, RoundtableContext, compile_debate, compile_ro
 from debate_engine.memory import perspective
 from debate_engine.memory.budget import HISTORY_HEADER, PINNED_HEADER, PROBLEM_HEADER, SUMMARY_HEADER, heading
 from debate_engine.prompts import load_prompt
-from tests.support.fake_replies import text_of, wanted_tool
+from tests.support.fake_replies import text_of
 from tests.support.openai_server import OpenAIServer
 from tests.support.prompt_cache import long_replies
 
@@ -234,26 +233,3 @@ def test_the_roundtables_turns_and_moderation_follow_the_order(server: OpenAISer
     assert with_summary, "the shared summary was in some turns' prompts"
     for request in moderation:
         assert user_of(request).startswith(f"{PROBLEM_HEADER}\n{PROBLEM}\n\n")
-
-
-CLARIFY = load_prompt("phases/clarify").split("{")[0]
-
-
-def test_a_debaters_calls_offer_one_tool_list_and_say_which_they_want(clarified) -> None:
-    """Providers cache the tool list before the messages: every call of a debater, its summaries included,
-    sends the same tools; a proposal or refinement forces the contribution, a critique none, a summary its own."""
-    server, values = clarified
-    debaters = {a["system_prompt"]: a["id"] for a in values["settings"]["agents"]}
-    by_agent: dict[str, set[str]] = {}
-    wanted: dict[str, set[str | None]] = {}
-    for request in server.requests:
-        body = request.get("body") or {}
-        messages = body.get("messages") or []
-        agent = debaters.get(text_of(messages[0]["content"])) if messages else None
-        if agent is None or task_of(messages).startswith(CLARIFY):  # the clarifying questions are asked apart
-            continue
-        by_agent.setdefault(agent, set()).add(json.dumps(body.get("tools"), sort_keys=True))
-        wanted.setdefault(agent, set()).add(wanted_tool(body))
-    assert set(by_agent) == set(AGENTS)
-    assert all(len(tools) == 1 and "null" not in tools for tools in by_agent.values()), "one tool list per agent"
-    assert all(kinds == {"Contribution", None, "StructuredSummary"} for kinds in wanted.values())

@@ -13,7 +13,7 @@ import pytest
 from debate_engine.calls.spend import charge, empty_spend, judge_floor, worst_case
 from debate_engine.config.context import Context
 from debate_engine.config.resolve import ConfigError, resolve
-from debate_engine.nodes.spend import fits, left_for_judge
+from debate_engine.nodes.spend import fits, judge_tools, left_for_judge
 
 # --- the judge's floor ----------------------------------------------------------------------------------------
 
@@ -44,6 +44,8 @@ def test_a_token_cap_must_pay_for_the_judges_prompt_floor_and_answer() -> None:
 # --- the spend cap ------------------------------------------------------------------------------------------------
 
 PRICED: Any = {"m": {"input": 4.0, "output": 8.0}}  # USD per million tokens
+TOOL = judge_tools(judge(8192, 1024))
+"""The synthesis's tool definition at 1024 output tokens, billed as prompt: kept back with the judge's share."""
 
 
 def spend_state(*, max_tokens: int | None = None, max_cost: float | None = None, spent_in: int = 0,
@@ -62,10 +64,11 @@ def test_worst_case_adds_a_tenth_and_16_tokens_to_the_prompt() -> None:
 
 
 def test_a_call_fits_a_token_cap_exactly_with_the_judges_share_kept_back() -> None:
-    """Spent 1500; the call 400 + 100; the judge's share 2048 + 1024: 5072 in all."""
+    """Spent 1500; the call 400 + 100; the judge's share 2048 + its tool + 1024: 5072 + TOOL in all."""
     wanted = [("fake", 400, 100)]
-    assert fits(spend_state(max_tokens=5072, spent_in=1000, spent_out=500), wanted) is True
-    assert fits(spend_state(max_tokens=5071, spent_in=1000, spent_out=500), wanted) is False
+    assert 300 < TOOL < 800
+    assert fits(spend_state(max_tokens=5072 + TOOL, spent_in=1000, spent_out=500), wanted) is True
+    assert fits(spend_state(max_tokens=5071 + TOOL, spent_in=1000, spent_out=500), wanted) is False
     # Without the judge's share: 2000.
     assert fits(spend_state(max_tokens=2000, spent_in=1000, spent_out=500), wanted,
                 keep_judge=False) is True
@@ -75,28 +78,29 @@ def test_a_call_fits_a_token_cap_exactly_with_the_judges_share_kept_back() -> No
 
 
 def test_a_call_fits_a_cost_cap_priced_per_million_tokens() -> None:
-    """Spent $0.25; the call 100k in, 25k out at $4/$8 per million: $0.60; the judge (2048, 1024): $0.016384."""
+    """Spent $0.25; the call 100k in, 25k out at $4/$8 per million: $0.60; the judge (2048 + its tool, 1024):
+    $0.016384 + TOOL * $4/M."""
     wanted = [("m", 100_000, 25_000)]
-    state = spend_state(max_cost=0.866384, spent_cost=0.25, model="m")
+    state = spend_state(max_cost=0.866384 + TOOL * 4e-6, spent_cost=0.25, model="m")
     assert fits(state, wanted) is True
-    assert fits(spend_state(max_cost=0.8663, spent_cost=0.25, model="m"), wanted) is False
+    assert fits(spend_state(max_cost=0.8663 + TOOL * 4e-6, spent_cost=0.25, model="m"), wanted) is False
 
 
 def test_what_is_left_for_the_judges_prompt_under_a_token_cap() -> None:
-    # 10000 - 3000 - 1000 spent - 1024 for its answer = 4976; int(4976 / 1.1) = 4523; less 16 = 4507
+    # 10000 - 3000 - 1000 spent - 1024 for its answer = 4976; int(4976 / 1.1) = 4523; less 16 = 4507; less its tool
     state = spend_state(max_tokens=10_000, spent_in=3000, spent_out=1000)
-    assert left_for_judge(state) == 4507
+    assert left_for_judge(state) == 4507 - TOOL
 
 
 def test_what_is_left_for_the_judges_prompt_under_a_cost_cap() -> None:
     # $1.00 - $0.25 spent - its answer 31250 * $8/M = $0.25 -> $0.50 = 125000 input tokens at $4/M;
-    # int(125000 / 1.1) = 113636; less 16 = 113620
+    # int(125000 / 1.1) = 113636; less 16 = 113620; less its tool (sized for 31,250 output tokens)
     state = spend_state(max_cost=1.0, spent_cost=0.25, output=31_250, window=200_000, model="m")
-    assert left_for_judge(state) == 113_620
+    assert left_for_judge(state) == 113_620 - judge_tools(judge(200_000, 31_250))
     both = spend_state(max_cost=1.0, max_tokens=10_000, spent_in=3000, spent_out=1000, spent_cost=0.25,
                        output=1024, model="m")
     # tokens: 4976 -> 4507; dollars: 1.0 - 0.25 - 1024 * 8 / 1e6 = 0.741808 -> 185452 tokens -> 168592 - 16: tokens win
-    assert left_for_judge(both) == 4507
+    assert left_for_judge(both) == 4507 - TOOL
     assert left_for_judge(spend_state()) is None
     assert left_for_judge(spend_state(max_cost=1.0)) is None  # a free judge: no limit
 

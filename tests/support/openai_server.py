@@ -29,7 +29,7 @@ from typing import Any
 
 from tests.support.fake_replies import fake_value as _fake  # a module global, so a test can patch the tool replies
 from tests.support.fake_replies import reply_words, text_of, wanted_tool
-from tests.support.prompt_cache import MarkedCache, PromptCache, Read, tokens_of
+from tests.support.prompt_cache import MarkedCache, PromptCache, Read, tokens_of, tool_tokens
 
 FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
 MODEL = "test-model"
@@ -131,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any], fault: str | None, cached: Read | None = None) -> None:
         owner = self.server.owner
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-        prompt_tokens = len(tokens_of(messages))
+        prompt_tokens = len(tokens_of(messages)) + tool_tokens(body)
         last_user = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         words = [] if fault == "empty" else reply_words(last_user, owner.words)
         limit = body.get("max_completion_tokens") or body.get("max_tokens")

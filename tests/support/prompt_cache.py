@@ -72,13 +72,21 @@ class PromptCache:
         return Read({"cached_tokens": hits if hits >= self.min_tokens else 0}, frozenset(entries))
 
     def read(self, body: dict[str, Any]) -> Read:
-        """What the cache serves a request as it arrives."""
-        return self._read(tokens_of(body.get("messages") or []), seed_of(body))
+        """What the cache serves a request as it arrives: its tool definitions first, then its messages."""
+        tools = [(seed_of(body), i) for i in range(tool_tokens(body))]
+        return self._read([*tools, *tokens_of(body.get("messages") or [])], 0)
 
     def commit(self, read: Read) -> None:
         """The request has been answered: its prefixes serve the requests after it."""
         with self._lock:
             self._seen |= read.entries
+
+
+def tool_tokens(body: dict[str, Any]) -> int:
+    """The tokens a request's tool definitions add to its prompt (their JSON, by the engine's tokenizer)."""
+    from debate_engine.memory.tokens import count_tokens
+
+    return count_tokens(json.dumps(body["tools"])) if body.get("tools") else 0
 
 
 def tokens_of(messages: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
@@ -104,7 +112,7 @@ class MarkedCache:
 
     def read(self, body: dict[str, Any]) -> Read:
         ends: list[tuple[int, int, bool]] = []  # after each block: the prefix's hash, its tokens, whether marked
-        chain, count = seed_of(body, "tool_choice"), 0
+        chain, count = seed_of(body, "tool_choice"), tool_tokens(body)
         for message in body.get("messages") or []:
             content = message.get("content")
             for part in content if isinstance(content, list) else [{"text": text_of(content)}]:
@@ -146,8 +154,8 @@ def long_replies(words: int) -> Callable[[dict[str, Any], str, dict[str, Any]], 
 def repeated_tokens(bodies: Sequence[dict[str, Any]]) -> int:
     """Prompt tokens whose whole block an earlier request to the same agent already sent: a cache's ceiling.
 
-    An agent is told apart by its system prompt; a block is the system prompt, or a part or history turn of
-    the user message. A provider can serve from its cache only what it has seen before, so no layout of the
+    An agent is told apart by its system prompt; a block is its tool definitions, the system prompt, or a part
+    or history turn of the user message. A provider can serve from its cache only what it has seen before, so no layout of the
     same blocks, under any prefix rule, makes more of them hits than this.
     """
     seen: dict[str, set[str]] = {}
@@ -158,6 +166,9 @@ def repeated_tokens(bodies: Sequence[dict[str, Any]]) -> int:
             continue
         system = text_of(messages[0].get("content"))
         known = seen.setdefault(system, set())
+        tools = json.dumps(body.get("tools"), sort_keys=True)
+        repeated += tool_tokens(body) if tools in known else 0
+        known.add(tools)
         parts = [system] + [p for m in messages[1:] for p in _PART.split(text_of(m.get("content"))) if p]
         for part in parts:
             repeated += len(part.split()) if part in known else 0
