@@ -1,18 +1,20 @@
-"""Prompt caching: how much of a debate's prompts a provider would serve from its cache, by OpenAI's rule.
+"""Prompt caching: how much of a debate's prompts a provider would serve from its cache, by the providers' rules.
 
 3 agents x 8 rounds of 200-word contributions against the loopback OpenAI-compatible server with its
-simulation of OpenAI's rule on (a repeated prefix of 1,024 tokens or more is cached in 128-token steps; the
-server counts a word as a token). The figures are the debate's own spend, as the engine counts what is billed:
-the share of prompt tokens that were cache hits, and the billed-equivalent input tokens (a cached token at
-half the input price) against every prompt token at full price. Beside them, the ceiling: the share of prompt
-tokens in blocks (the system prompt, a part of the user message, a history turn) that an earlier request of
-the same agent already sent. No cache serves what it has not seen, so no order of the same blocks, under any
-provider's rule, reaches more.
+simulation of OpenAI's rule on: a repeated prefix of 1,024 tokens or more is cached in 128-token steps; the tool
+definitions are billed as prompt and come first in the prefix (a call with other tools shares nothing); an entry
+is usable once its request has been answered (calls sent together do not serve each other); the server counts a
+word of the messages as a token. The figures are the debate's own spend, as the engine counts what is billed:
+the share of prompt tokens that were cache hits, and the billed-equivalent input tokens (a cached token at half
+the input price) against every prompt token at full price. Beside them, the ceiling: the share of prompt tokens
+in blocks (tool definitions, the system prompt, a part of the user message, a history turn) that an earlier
+request of the same agent already sent. No cache serves what it has not seen, so no order of the same blocks,
+under any provider's rule, reaches more. Then the same debate on an Anthropic model through OpenRouter, whose
+prompts the engine marks, under Anthropic's rule.
 
-Every prompt puts its stable part first (system prompt, problem, clarifications, summary, verbatim turns oldest
-first, the task last), and a summary's prompt is its agent's own prompt with the summarizer's task (issue 24).
-What stays uncached under OpenAI's rule is below the ceiling's new turns: prompts under 1,024 tokens (the first
-rounds, the round after a summary), the 128-token steps, and the judge's summaries, which read every turn once.
+What keeps OpenAI's hits under the ceiling: an agent's kinds of call carry different tools (a critique none, a
+proposal or refinement its contribution, a summary its own), so each shares a prefix only with its own kind;
+prompts under 1,024 tokens (the first rounds, the round after a summary); the 128-token steps.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def bench_cache() -> None:
          f"every prompt token at full price {prompt:,}", x(billed / prompt)],
     ])
     print(f"({len(AGENTS.split(','))} agents x {ROUNDS} rounds, {total['calls']} calls, {seconds:.1f} s; the "
-          "stable part of each prompt first, summaries on their agent's prefix)\n")
+          "stable part of each prompt first)\n")
     _marked()
 
 
