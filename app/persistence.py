@@ -120,6 +120,28 @@ async def _settle(saver: Any) -> None:
                 await saver.conn.rollback()
 
 
+SCHEMA_LOCK = 7_294_001
+"""The advisory-lock key under which one process at a time creates or migrates the tables."""
+
+
+@asynccontextmanager
+async def schema_lock(db: str) -> AsyncIterator[Any]:
+    """Hold the schema lock on a connection of its own (yielded); it is released when the connection closes.
+
+    The lock is polled, never waited for in a statement (an open transaction): the saver's ``CREATE INDEX
+    CONCURRENTLY`` in the process holding the lock would wait for it forever.
+    """
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10) as conn:
+        while True:
+            got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))).fetchone()
+            if got and got[0]:
+                break
+            await asyncio.sleep(0.1)
+        yield conn
+
+
 async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -127,7 +149,8 @@ async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
         raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
     try:
         saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
-        await saver.setup()
+        async with schema_lock(db):  # two processes migrating at once collide on the migrations' keys
+            await saver.setup()
     except Exception as exc:
         if not is_storage_error(exc):
             raise

@@ -28,14 +28,13 @@ from procrastinate.jobs import Job
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.persistence import StorageError, ThreadBusy, athread_lock, is_postgres
+from debate_engine.app.persistence import StorageError, ThreadBusy, athread_lock, is_postgres, schema_lock
 
 QUEUE = "debates"
 TASK = "debate.run"
 BUSY_RETRY_S = 5
 """A job whose thread another process runs (``debate resume`` elsewhere) tries again this much later."""
-SCHEMA_LOCK = 7_294_001  # advisory-lock keys: one process at a time creates the tables ...
-SWEEP_LOCK = 7_294_002  # ... and sweeps stalled jobs
+SWEEP_LOCK = 7_294_002  # advisory-lock key: one process at a time sweeps stalled jobs (the schema's: persistence)
 NOTES_SQL = """
 CREATE TABLE IF NOT EXISTS debate_job_notes (
   job_id bigint PRIMARY KEY,
@@ -151,23 +150,13 @@ async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
 
 
 async def prepare(db: str, saver: Any) -> None:
-    """Create the queue's and the checkpointer's tables, one process at a time.
-
-    The lock is polled, never waited for in a statement (an open transaction): the saver's ``CREATE INDEX
-    CONCURRENTLY`` in the process holding the lock would wait for it forever.
-    """
-    import psycopg
+    """Create the queue's and the checkpointer's tables, one process at a time (``schema_lock``)."""
     from procrastinate.schema import SchemaManager
 
-    async with await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10) as conn:
-        while True:
-            got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))).fetchone()
-            if got and got[0]:
-                break
-            await asyncio.sleep(0.1)
+    async with schema_lock(db) as conn:
         row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).fetchone()
         if not row or not row[0]:
-            await conn.execute(SchemaManager.get_schema())  # type: ignore[arg-type]
+            await conn.execute(SchemaManager.get_schema())
         await conn.execute(NOTES_SQL)  # type: ignore[arg-type]
         await saver.setup()
     # closing the connection released the lock
