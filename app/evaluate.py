@@ -11,17 +11,16 @@ it never counts in the averages.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model, field_validator
 
 from debate_engine.calls import CallFailed, Request, aask
+from debate_engine.calls.schemas import tool_tokens
 from debate_engine.config.file import AgentEntry, ConfigError, load_config
 from debate_engine.memory import (
     JUDGE_ID,
@@ -158,11 +157,6 @@ def evaluators_of(config: str | None, model: str | None, judge_model: str | None
     return out
 
 
-def schema_tokens() -> int:
-    """Tokens of the tool definition sent with every evaluation: part of the prompt."""
-    return count_tokens(json.dumps(convert_to_openai_tool(Evaluation)))
-
-
 def _turn_text(turn: dict[str, Any]) -> str:
     on = f" on {turn['target']}" if turn.get("target") else ""
     return f"[round {turn['round']}] {turn['kind']} by {turn['speaker']}{on}:\n{turn['content']}"
@@ -210,7 +204,7 @@ def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str
                       clarifications="{clarifications}", debate="{debate}", solution="{solution}")
     system = evaluator.system_prompt
     fixed = count_messages(system, render(template, problem="", clarifications="", debate="", solution=""))
-    room = total - fixed - schema_tokens() - 16
+    room = total - fixed - tool_tokens(Evaluation) - 16
     if room < MIN_MATERIAL:
         raise BudgetError(f"evaluator {evaluator.id}: a window of {evaluator.context_window} tokens with "
                           f"{evaluator.max_output_tokens} reserved for the answer leaves {room} for the debate after "
@@ -221,7 +215,7 @@ def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str
     left = room - sum(count_tokens(p) for p in parts.values())
     parts["debate"] = debate_material(values, left)
     user = render(template, **parts)
-    while (used := count_messages(system, user) + schema_tokens()) > total and parts["debate"]:  # joins re-tokenize
+    while (used := count_messages(system, user) + tool_tokens(Evaluation)) > total and parts["debate"]:  # joins re-tokenize
         parts["debate"] = truncate_to_tokens(parts["debate"], count_tokens(parts["debate"]) - (used - total) - 4)
         user = render(template, **parts)
     return system, user, used

@@ -20,7 +20,7 @@ import sys
 from typing import Any, TextIO
 
 from debate_engine.app.words import counted
-from debate_engine.config.settings import HUMAN_PREFIX, HUMAN_ROLE
+from debate_engine.config.settings import HUMAN_PREFIX, is_human
 from debate_engine.providers.secrets import redact
 
 CLEAR = "\r\033[K"
@@ -56,7 +56,7 @@ def planned_calls(settings: dict[str, Any], transcript: list[dict[str, Any]] | N
         params = settings["roundtable"]
         spoken = sum(t["speaker"].startswith(HUMAN_PREFIX) for t in transcript or [] if t["kind"] == "message")
         return expected_turn_calls(params["max_turns"], params["order"] == "moderator") - spoken
-    return expected_calls(len(agents), settings.get("rounds", 0), sum(a["role"] == HUMAN_ROLE for a in agents))
+    return expected_calls(len(agents), settings.get("rounds", 0), sum(is_human(a) for a in agents))
 
 
 def summary_line(values: dict[str, Any]) -> str:

@@ -143,8 +143,6 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
     raise CallFailed(redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts)
 
 
-
-
 def _config(request: Request) -> RunnableConfig:
     return {"tags": list(request.tags), "metadata": dict(request.metadata)}
 

@@ -13,12 +13,15 @@ what was clipped is recorded, never a reason to reject the answer.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field, PrivateAttr, create_model, model_validator
 from pydantic.fields import FieldInfo
 
 from debate_engine.memory.facets import clip_at_boundary
+from debate_engine.memory.tokens import count_tokens
 
 CHARS_PER_TOKEN = 3
 """Characters of JSON-wrapped text one output token holds, conservatively (English averages about 4)."""
@@ -132,3 +135,11 @@ def schema_problems(schema: dict[str, Any], where: str = "") -> list[str]:
         for i, sub in enumerate(schema.get(key) or []):
             problems += schema_problems(sub, f"{where}.{key}[{i}]")
     return problems
+
+
+@lru_cache(maxsize=64)
+def tool_tokens(schema: type[BaseModel]) -> int:
+    """Prompt tokens a schema's tool definition adds to a request (providers bill it with the prompt)."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return count_tokens(json.dumps(convert_to_openai_tool(schema)))

@@ -2,10 +2,10 @@
 
 A summary's prompt is the agent's own prompt with another task: its system
 prompt, the problem, the clarifications, the previous summary (folded) and the
-turns to cover, then the summarizer's instructions last. So it begins with the
-very prefix the agent's calls of the phase send, which providers serve from
-their prompt cache (issue 24), and the model reads its history as it argued it.
-When
+turns to cover, then the summarizer's instructions last, so the model reads its
+history as it argued it. (Its text begins as the agent's calls do, but it sends
+its own tool, which providers cache before the messages: it shares no cache
+entry with them.) When
 they do not fit one prompt, the turns are read in chunks, each chunk folded
 into the summary of the ones before, so the new summary has seen everything
 it claims to cover. :func:`summarize` yields each prompt and receives its
@@ -99,8 +99,13 @@ def room(job: SummaryJob) -> int:
     The same room as the agent's own calls have for their history, so that what the agent was shown in one
     call is summarized in one call too.
     """
-    frame = build_view(_request(job, None, [], target_length(job))).record["prompt_tokens"]
-    return max(job.budget.total - frame - job.budget.summary - SUMMARY_MARGIN, job.budget.recent // 2)
+    return max(job.budget.total - frame(job) - job.budget.summary - SUMMARY_MARGIN, job.budget.recent // 2)
+
+
+def frame(job: SummaryJob) -> int:
+    """Tokens of a summary's prompt around its turns and folded summary: system prompt, problem, clarifications,
+    the instructions at the first length asked (a retry asks a shorter one) and the headings."""
+    return build_view(_request(job, None, [], target_length(job))).record["prompt_tokens"]
 
 
 def target_length(job: SummaryJob) -> int:

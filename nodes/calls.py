@@ -19,6 +19,7 @@ from langgraph.func import task
 from pydantic import BaseModel
 
 from debate_engine.calls import Answer, Attempt, Request, aask, ask
+from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, is_human
 from debate_engine.graph.state import ConversationState
@@ -27,7 +28,6 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
-from debate_engine.nodes.tools import schema_tokens
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Call:
         """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
         if is_human(self.agent):
             return []
-        tools = schema_tokens((self.schema,) if self.schema else ())  # its definition is billed as prompt
+        tools = tool_tokens(self.schema) if self.schema else 0  # its definition is billed as prompt
         return [((self.agent["model"], *self.agent["fallback_models"]),
                  *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, Tally, cached, dearest, empty_spend, judge_floor
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
@@ -58,10 +59,9 @@ def left_for_judge(state: ConversationState) -> int | None:
 
 def judge_tools(judge: AgentProfile) -> int:
     """Prompt tokens of the synthesis's tool definition, which the provider bills with its prompt."""
-    from debate_engine.nodes.synthesize import judge_schema
-    from debate_engine.nodes.tools import schema_tokens
+    from debate_engine.nodes.synthesize import judge_schema  # the synthesis imports this module
 
-    return schema_tokens((judge_schema(judge["max_output_tokens"]),))
+    return tool_tokens(judge_schema(judge["max_output_tokens"]))
 
 
 def spend_figures(total: Tally) -> dict[str, Any]:

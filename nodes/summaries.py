@@ -15,13 +15,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 from langgraph.func import task
 
 from debate_engine.calls import Request, adrive, drive
-from debate_engine.calls.schemas import CHARS_PER_TOKEN
+from debate_engine.calls.schemas import (
+    CHARS_PER_TOKEN,
+    Bounded,
+    answer_schema,
+    chars_for,
+    list_field,
+    text_field,
+    tool_tokens,
+)
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import AgentProfile, RunSettings
 from debate_engine.graph.state import ConversationState, FacetEntry
@@ -29,24 +37,24 @@ from debate_engine.memory import (
     JUDGE_ID,
     Decision,
     Prompt,
+    StructuredSummary,
     SummarizationSettings,
     SummaryJob,
     SummaryRecord,
     Turn,
-    count_tokens,
     new_turn,
     should_summarize,
     summarize,
     summary_material,
 )
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
+from debate_engine.memory.facets import FACET_CAPS
 from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, room, target_length
+from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, frame, room
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
-from debate_engine.nodes.tools import schema_tokens, summary_schema
 from debate_engine.nodes.views import budget_of, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.secrets import redact
@@ -163,11 +171,9 @@ class SummaryCall:
     def reserve(self) -> list[Reserve]:
         """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
         job = self.job
-        fixed = (count_tokens(job.system) + count_tokens(job.problem) + sum(turn_cost(t) for t in job.pinned)
-                 + count_tokens(job.instructions(target_length(job))) + count_tokens(job.instruction)
-                 + FRAME_OVERHEAD + SUMMARY_MARGIN)
+        fixed = frame(job) + FRAME_OVERHEAD + SUMMARY_MARGIN
         first = min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary)
-        tools = schema_tokens((summary_schema(self.agent["max_output_tokens"]),))
+        tools = tool_tokens(summary_schema(self.agent["max_output_tokens"]))
         models = (self.agent["model"], *self.agent["fallback_models"])
         reserves: list[Reserve] = [  # after the first chunk, an interim summary is folded in
             (models, *worst_case(min(job.budget.total, fixed + (first if i == 0 else job.budget.summary)
@@ -218,6 +224,20 @@ def jobs(state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision
             pinned=tuple(opening_clarifications(state["transcript"])),
         )))
     return calls
+
+
+@lru_cache(maxsize=32)
+def summary_schema(max_output_tokens: int) -> type[Bounded]:
+    """A summary's structured form sized to its output budget: fewer, shorter facet lists when it is small."""
+    count = {name: min(cap, max(1, max_output_tokens // 200)) for name, cap in FACET_CAPS.items()}
+    item = min(160, max(24, int(max_output_tokens * 0.3 * CHARS_PER_TOKEN / sum(count.values()))))
+    return answer_schema(
+        "StructuredSummary", StructuredSummary.__doc__ or "",
+        narrative=text_field(str(StructuredSummary.model_fields["narrative"].description),
+                             chars_for(max_output_tokens, 0.6)),
+        **{name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
+           for name, n in count.items()},
+    )
 
 
 def summary_request(call: SummaryCall, prompt: Prompt) -> Request:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from debate_engine.app.cli import main
-from debate_engine.app.evaluate import CRITERIA, Evaluator, build_prompt, schema_tokens
+from debate_engine.app.evaluate import CRITERIA, Evaluation, Evaluator, build_prompt
 from debate_engine.app.report import export_state, values_from_export
+from debate_engine.calls.schemas import tool_tokens
 from debate_engine.memory import BudgetError, count_messages, count_tokens
 from debate_engine.prompts import load_prompt
 from debate_engine.providers import factory
@@ -30,6 +32,7 @@ AVERAGES = {"functional_completeness": 4.5, "performance_scalability": 8.0, "sec
             "regulatory_compliance": 4.0, "testability": 6.5, "overall": 5.0}
 """(7 + SERVER_SCORES[c]) / 2, worked out by hand."""
 
+schema_tokens = partial(tool_tokens, Evaluation)  # the evaluation's tool definition, sent as prompt
 
 def finished(tmp_path: Path, name: str = "debate.json", thread: str = "one") -> Path:
     """A finished one-round debate of two agents on the fake model, saved as ``debate run --output`` writes it."""

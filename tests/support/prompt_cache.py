@@ -51,14 +51,14 @@ class PromptCache:
         self._seen: set[int] = set()
         self._lock = threading.Lock()
 
-    def hit(self, tokens: Sequence[Hashable], seed: int = 0) -> int:
+    def hit(self, tokens: Sequence[Hashable]) -> int:
         """Tokens of this prompt served from the cache; its own prefixes are cached for the requests after it."""
-        read = self._read(tokens, seed)
+        read = self._read(tokens)
         self.commit(read)
         return read.details["cached_tokens"]
 
-    def _read(self, tokens: Sequence[Hashable], seed: int) -> Read:
-        chain, found, hits, entries = seed, True, 0, set()
+    def _read(self, tokens: Sequence[Hashable]) -> Read:
+        chain, found, hits, entries = 0, True, 0, set()
         keep = len(tokens) >= self.min_tokens  # a shorter prompt is never cached
         with self._lock:
             for end in range(self.step, len(tokens) + 1, self.step):
@@ -74,7 +74,7 @@ class PromptCache:
     def read(self, body: dict[str, Any]) -> Read:
         """What the cache serves a request as it arrives: its tool definitions first, then its messages."""
         tools = [(seed_of(body), i) for i in range(tool_tokens(body))]
-        return self._read([*tools, *tokens_of(body.get("messages") or [])], 0)
+        return self._read([*tools, *tokens_of(body.get("messages") or [])])
 
     def commit(self, read: Read) -> None:
         """The request has been answered: its prefixes serve the requests after it."""
