@@ -41,6 +41,10 @@ def _summary_text(summary: dict[str, Any] | None) -> str:
     return (summary["text"] + " " + " ".join(sum(summary["facets"].values(), []))) if summary else ""
 
 
+def _share(text: str, facts: list[Fact]) -> float:
+    return sum(contains(text, f) for f in facts) / len(facts)
+
+
 def turn_measures(values: dict[str, Any], facts: list[Fact], lag: int = 0) -> list[dict[str, Any]]:
     """Each debater turn: the facts' share in its speaker's own perspective before it, and in its summary.
 
@@ -56,10 +60,13 @@ def turn_measures(values: dict[str, Any], facts: list[Fact], lag: int = 0) -> li
     for turn in values["transcript"]:
         planted = _planted(facts, turn["round"], lag) if turn["kind"] in DEBATER_KINDS else []
         if planted and turn["speaker"] in held:
-            summary = _summary_text(summaries.get((turn["view"] or {}).get("summary_id") or ""))
+            record = summaries.get((turn["view"] or {}).get("summary_id") or "")
+            idents = " ".join((record or {}).get("facets", {}).get("identifiers") or [])
             out.append({"agent": turn["speaker"], "round": turn["round"],
                         "perspective": sum(f.value in held[turn["speaker"]] for f in planted) / len(planted),
-                        "summary": sum(contains(summary, f) for f in planted) / len(planted)})
+                        "summary": _share(_summary_text(record), planted),
+                        "identifiers": _share(idents, planted),
+                        "narrative": _share((record or {}).get("narrative", ""), planted)})
         said = {f.value for f in facts if contains(turn["content"], f)}
         for viewer in agents:
             if said and sees(turn, viewer):  # type: ignore[arg-type]
@@ -97,6 +104,8 @@ def windows(values: dict[str, Any], prompts: list[dict[str, Any]], turns: list[d
         rows.append({"round": first, "until": last, "why": why, "agents": len({p["agent"] for p in sent}),
                      "prompts": len(sent), **_stats("view", [p["share"] for p in sent]),
                      **_stats("summary", [t["summary"] for t in made]),
+                     **_stats("identifiers", [t["identifiers"] for t in made]),
+                     **_stats("narrative", [t["narrative"] for t in made]),
                      **_stats("transcript", [t["perspective"] for t in made]),  # the speaker's own part of it
                      "worst": {k: worst[k] for k in ("agent", "kind", "round", "share", "digest")}})
     return rows
@@ -145,15 +154,17 @@ def _pct(row: dict[str, Any], tier: str) -> str:
 def _tier_table(result: dict[str, Any]) -> list[str]:
     unit = "turns" if result.get("protocol") == "roundtable" else "round"
     lines = [f"| {unit} | agents | prompts | transcript: own perspective (min / mean) | summary (min / mean) "
-             "| prompts as sent (min / mean) | worst prompt |", "|---|---|---|---|---|---|---|"]
+             "| its identifiers facet | its narrative | prompts as sent (min / mean) | worst prompt |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         span = f"{r['round']}" if r["round"] == r["until"] else f"{r['round']}-{r['until']}"
         why = f" ({r['why']})" if r["why"] else ""
         worst = r["worst"]
         lines.append(f"| {span}{why} | {r['agents']} | {r['prompts']} | {_pct(r, 'transcript')} "
-                     f"| {_pct(r, 'summary')} | {_pct(r, 'view')} | {worst['agent']}'s {worst['kind']} of "
+                     f"| {_pct(r, 'summary')} | {_pct(r, 'identifiers')} | {_pct(r, 'narrative')} "
+                     f"| {_pct(r, 'view')} | {worst['agent']}'s {worst['kind']} of "
                      f"{'turn' if unit == 'turns' else 'round'} {worst['round']}: {worst['share']:.0%} |")
-    return lines if result["rows"] else [*lines, "| nothing to measure | | | | | | |"]
+    return lines if result["rows"] else [*lines, "| nothing to measure | | | | | | | | |"]
 
 
 def _quiz(result: dict[str, Any]) -> list[str]:

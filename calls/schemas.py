@@ -5,10 +5,14 @@ enforces ``enum``, ``maxItems``, ``maxLength`` and required properties, but not
 ``minimum``/``maximum``, and it lets a model close the object early when a
 field is optional. So every schema the engine sends has every property
 required, every array and string bounded, and numbers as an enum; the bounds
-scale with the call's output budget, so the whole object fits it. Reading is
-lenient where the grammar is strict: a longer string or list (a large model on
-a server without a grammar) is clipped, a number outside its range clamped, and
-what was clipped is recorded, never a reason to reject the answer.
+scale with the call's output budget, so the whole object fits it.
+
+The bounds are a request to the model, never a filter on its answer: a longer
+string or list (a large model on a server without a grammar) fitted the call's
+output allowance, was paid for, and is kept whole; only the fields that went
+past their bounds are recorded. A number outside its range is clamped, and a
+choice outside its choices is dropped (recorded too), so it is never used as
+an id.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ from typing import Any
 from pydantic import BaseModel, Field, PrivateAttr, create_model, model_validator
 from pydantic.fields import FieldInfo
 
-from debate_engine.memory.facets import clip_at_boundary
 from debate_engine.memory.tokens import count_tokens
 
 CHARS_PER_TOKEN = 3
@@ -64,7 +67,7 @@ def choice_field(description: str, choices: list[str]) -> tuple[Any, FieldInfo]:
 
 
 class Bounded(BaseModel):
-    """A structured answer whose bounds are read leniently: clipped or clamped, and the fields named."""
+    """A structured answer read leniently: text kept whole, numbers clamped, and the fields past bounds named."""
 
     _clamped: list[str] = PrivateAttr(default_factory=list)
 
@@ -73,37 +76,45 @@ class Bounded(BaseModel):
     def _fit(cls, data: Any, handler: Any) -> Any:
         clamped: list[str] = []
         if isinstance(data, dict):
-            data = {name: _fit_value(cls.model_fields.get(name), name, value, clamped)
-                    for name, value in data.items()}
+            data = {
+                name: _fit_value(cls.model_fields.get(name), name, value, clamped)
+                for name, value in data.items()
+            }
         answer = handler(data)
         answer._clamped = clamped
         return answer
 
     @property
     def clamped(self) -> list[str]:
-        """The fields whose value was clipped or clamped to fit the schema."""
+        """The fields whose value went past the schema's bounds (text kept, numbers clamped, choices dropped)."""
         return list(self._clamped)
 
 
 def _fit_value(field: FieldInfo | None, name: str, value: Any, clamped: list[str]) -> Any:
-    extra: dict[str, Any] = dict(field.json_schema_extra) if field is not None and isinstance(
-        field.json_schema_extra, dict) else {}
-    fitted = value
-    if "maxLength" in extra and isinstance(value, str) and len(value) > int(extra["maxLength"]):
-        fitted = _clip(value, int(extra["maxLength"]))
-    elif "maxItems" in extra and isinstance(value, list):
-        limit = int(dict(extra.get("items") or {}).get("maxLength", 10**6))
-        fitted = [_clip(str(v), limit) if len(str(v)) > limit else v for v in value[: int(extra["maxItems"])]]
-    elif extra.get("enum") in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
-        fitted = min(extra["enum"][-1], max(extra["enum"][0], int(value)))
-    if fitted != value:
+    extra = field.json_schema_extra if field is not None else None
+    bounds: dict[str, Any] = dict(extra) if isinstance(extra, dict) else {}
+    if _past_bounds(bounds, value):
         clamped.append(name)
-    return fitted
+    enum = bounds.get("enum")
+    if enum in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
+        return min(enum[-1], max(enum[0], int(value)))
+    if enum is not None and isinstance(value, str) and value not in enum:
+        return ""  # a sentence where an id was asked: never read as one
+    return value
 
 
-def _clip(text: str, limit: int) -> str:
-    """``text`` within ``limit`` characters, at a sentence or word end when there is one."""
-    return clip_at_boundary(text, limit) or text[:limit]
+def _past_bounds(bounds: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` breaks the schema's ``maxLength``, ``maxItems`` (or its items') or ``enum``."""
+    if isinstance(value, str) and "maxLength" in bounds:
+        return len(value) > int(bounds["maxLength"])
+    if isinstance(value, list) and "maxItems" in bounds:
+        item_limit = int(dict(bounds.get("items") or {}).get("maxLength", 10**9))
+        too_long = any(len(str(v)) > item_limit for v in value)
+        return len(value) > int(bounds["maxItems"]) or too_long
+    enum = bounds.get("enum")
+    if enum in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
+        return not enum[0] <= value <= enum[-1]
+    return enum is not None and isinstance(value, str) and value not in enum
 
 
 def answer_schema(name: str, doc: str, **fields: tuple[Any, FieldInfo]) -> type[Bounded]:

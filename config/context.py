@@ -62,7 +62,7 @@ class Context:
     summary_threshold: int | None = field(
         default=None, metadata=_d("Characters of live history that fire a summary (seed default 5000).")
     )
-    summary_max_length: int | None = field(default=None, metadata=_d("Most characters in a summary (default 2500)."))
+    summary_max_length: int | None = field(default=None, metadata=_d("Most characters a summary is asked for (default 2500; its slot in the view may ask fewer)."))
     trigger_ratio: float | None = field(
         default=None, metadata=_d("Fire a summary at this share of the history budget (default 0.8).")
     )

@@ -119,18 +119,23 @@ def render_turn(turn: Turn) -> str:
     return f"{heading(turn)}\n{turn['content']}"
 
 
+SHORTENED_NOTE = "(Summary shortened to fit this prompt: identifiers first, the narrative cut.)"
+"""What a view says when its summary slot could not hold the whole summary."""
+
+
 def summary_text(summary: SummaryRecord, limit_tokens: int) -> tuple[str, bool]:
-    """The summary as shown within ``limit_tokens``: facets kept, the narrative shortened first."""
+    """The summary as shown within ``limit_tokens``: whole when it fits, else identifiers first and saying so."""
     text = summary["text"]
     if count_tokens(text) <= limit_tokens:
         return text, False
+    limit = limit_tokens - count_tokens(SHORTENED_NOTE) - 1
     chars = len(text)
-    while chars > 80:
+    while chars > 80 and limit > 0:
         chars = int(chars * 0.85)
         text = render_summary(summary["narrative"], summary["facets"], chars)
-        if count_tokens(text) <= limit_tokens:
-            return text, True
-    return truncate_to_tokens(text, limit_tokens), True
+        if count_tokens(text) <= limit:
+            return f"{text}\n{SHORTENED_NOTE}", True
+    return truncate_to_tokens(summary["text"], limit_tokens), True
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,8 @@ class ViewRequest:
     """Turns shown after the problem, oldest first, whether or not the summary covers them: the user's
     clarifications, which open the transcript. They are offered after ``newest_first`` (they are older than it),
     which must not hold them again."""
+    summary_tokens: int | None = None
+    """The summary's slot; None: the budget's. A fold reads the previous summary whole through a wider one."""
 
 
 @dataclass(frozen=True)
@@ -181,7 +188,8 @@ def _fixed_parts(req: ViewRequest) -> _Fixed:
         task, shortened = truncate_to_tokens(task, task_limit), True
     summary_block = ""
     if req.summary is not None:
-        text, cut = summary_text(req.summary, budget.summary)
+        slot = budget.summary if req.summary_tokens is None else req.summary_tokens
+        text, cut = summary_text(req.summary, slot)
         summary_block, shortened = f"{SUMMARY_HEADER}\n{text}", shortened or cut
     return _Fixed(system, f"{PROBLEM_HEADER}\n{problem}" if problem else "", task, summary_block, shortened)
 

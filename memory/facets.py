@@ -1,8 +1,9 @@
-"""Summary facets: merged through the chain by code, rendered within a length.
+"""Summary facets: merged through the chain by code, rendered whole or shortened for a view.
 
-The model may drop an identifier when it re-summarizes; merging the previous
+The model may drop an item when it re-summarizes; merging the previous
 record's facets into the new one keeps it, oldest out first when a list is
-full.
+full. The identifiers facet is not the model's: it is lifted by code
+(``memory.identifiers``) and always rendered first.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+from debate_engine.memory.identifiers import line as identifier_line
 from debate_engine.memory.records import SummaryFacets
+from debate_engine.memory.tokens import count_tokens
 
 FACET_CAPS: dict[str, int] = {
     "key_points": 12,
@@ -37,20 +40,48 @@ def empty_facets() -> SummaryFacets:
     )
 
 
-def merge_facets(old: SummaryFacets | None, new: SummaryFacets) -> SummaryFacets:
-    """Union ``old`` and ``new`` per facet without duplicates, capped, oldest dropped first."""
+def merge_facets(old: SummaryFacets | None, new: SummaryFacets, limit_tokens: int | None = None) -> SummaryFacets:
+    """Union ``old`` and ``new`` per facet without duplicates, the oldest out first when a list is full.
+
+    ``new`` is one answer the model was paid for: it is kept whole. What ``old`` adds is capped per facet,
+    and to ``limit_tokens`` rendered, so a chain of verbose answers cannot outgrow the fold that reads it.
+    """
     merged = empty_facets()
+    carried: list[tuple[str, str]] = []  # (facet, item) from ``old``, oldest first
     for name, cap in FACET_CAPS.items():
         seen: dict[str, str] = {}
-        before = cast(dict[str, list[str]], old or {}).get(name, [])
-        for item in [*before, *cast(dict[str, list[str]], new).get(name, [])]:
+        fresh = [" ".join(str(i).split()) for i in cast(dict[str, list[str]], new).get(name, [])]
+        for item in [*cast(dict[str, list[str]], old or {}).get(name, []), *fresh]:
             item = " ".join(str(item).split())
-            key = item.casefold()
             if item:
-                seen.pop(key, None)
-                seen[key] = item
-        merged[name] = list(seen.values())[-cap:]  # type: ignore[literal-required]
+                seen.pop(item.casefold(), None)
+                seen[item.casefold()] = item
+        kept = list(seen.values())[-max(cap, len(fresh)) :]
+        merged[name] = kept  # type: ignore[literal-required]
+        news = {i.casefold() for i in fresh}
+        carried += [(name, i) for i in kept if i.casefold() not in news]
+    if limit_tokens is not None:
+        while carried and count_tokens(render_facets(merged)) > limit_tokens:
+            name, item = carried.pop(0)
+            cast(dict[str, list[str]], merged)[name].remove(item)
+    if "identifiers" in new:
+        merged["identifiers"] = list(new["identifiers"])
     return merged
+
+
+def render_facets(facets: SummaryFacets) -> str:
+    """The model's facets as prompt lines (the identifiers apart: :func:`render_summary` puts them first)."""
+    lines: list[str] = []
+    for name, title in FACET_TITLES.items():
+        items = cast(dict[str, list[str]], facets).get(name, [])
+        if not items:
+            continue
+        if name in ("domain_entities", "participants"):
+            lines.append(f"{title}: " + ", ".join(items))
+        else:
+            lines.append(f"{title}:")
+            lines.extend(f"- {item}" for item in items)
+    return "\n".join(lines)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -70,28 +101,28 @@ def clip_at_boundary(text: str, limit: int) -> str:
     return ""
 
 
-def render_summary(narrative: str, facets: SummaryFacets, max_length: int) -> str:
-    """Render facets then narrative as text of at most ``max_length`` characters.
+def render_summary(narrative: str, facets: SummaryFacets, max_length: int | None = None) -> str:
+    """The summary as text: identifiers, the other facets, then the narrative; whole when ``max_length`` is None.
 
-    Facets come first because they carry the identifiers the chain must keep;
-    the narrative gets what room is left, cut at a sentence boundary.
+    Shortened to ``max_length`` characters, the identifiers stay first (they are what the chain must keep,
+    the lowest ranked out first when even they do not fit), the other facets take at most two thirds of what
+    is left, and the narrative gets the rest, cut at a sentence boundary.
     """
-    lines: list[str] = []
-    for name, title in FACET_TITLES.items():
-        items = cast(dict[str, list[str]], facets).get(name, [])
-        if not items:
-            continue
-        if name in ("domain_entities", "participants"):
-            lines.append(f"{title}: " + ", ".join(items))
-        else:
-            lines.append(f"{title}:")
-            lines.extend(f"- {item}" for item in items)
-    while lines and len("\n".join(lines)) > max_length * 2 // 3:
+    idents = list(facets.get("identifiers") or [])
+    story = " ".join(narrative.split())
+    if max_length is None:
+        return "\n\n".join(p for p in (identifier_line(idents), render_facets(facets), story) if p)
+    while idents and len(identifier_line(idents)) > max_length:
+        idents.pop()
+    head = identifier_line(idents)
+    room = max_length - len(head) - (2 if head else 0)
+    lines = render_facets(facets).splitlines()
+    while lines and len("\n".join(lines)) > room * 2 // 3:
         lines.pop()
     facet_text = "\n".join(lines)
-    room = max_length - len(facet_text) - (2 if facet_text else 0)
-    story = clip_at_boundary(" ".join(narrative.split()), room) if room > 0 else ""
-    return "\n\n".join(p for p in (facet_text, story) if p)
+    room -= len(facet_text) + (2 if facet_text else 0)
+    story = clip_at_boundary(story, room) if room > 0 else ""
+    return "\n\n".join(p for p in (head, facet_text, story) if p)
 
 
 REGISTRY_FACETS = ("decisions", "unresolved", "action_items", "domain_entities")

@@ -92,6 +92,10 @@ class Turn(TypedDict):
     differs from the speaker's last (what it answered, and whether it moved toward the majority)."""
 
 
+IdentifierStats = dict[str, list[int]]
+"""Per identifier: ``[turns that mentioned it, the newest such turn's seq]``."""
+
+
 class SummaryFacets(TypedDict):
     """The structured part of a summary, carried forward through the chain."""
 
@@ -101,6 +105,9 @@ class SummaryFacets(TypedDict):
     action_items: list[str]
     participants: list[str]
     domain_entities: list[str]
+    identifiers: NotRequired[list[str]]
+    """Lifted by code from every turn the chain covers (``memory.identifiers``), best ranked first; absent in
+    summaries made before it existed."""
 
 
 class SummaryRecord(TypedDict):
@@ -115,7 +122,8 @@ class SummaryRecord(TypedDict):
     parent_id: str | None
     status: Literal["ok", "failed"]
     text: str
-    """What the agent is shown: facets, then narrative, within ``max_length``."""
+    """The whole summary as text: identifiers, facets, then the narrative; a view shows it shortened when its slot
+    is smaller (``memory.budget.summary_text``)."""
     narrative: str
     facets: SummaryFacets
     through: int
@@ -140,6 +148,10 @@ class SummaryRecord(TypedDict):
     created_at: float
     attempts: NotRequired[list[dict[str, Any]]]
     """Every request it took, with each one's model and usage: what is charged."""
+    identifier_stats: NotRequired[IdentifierStats]
+    """How often and how lately each identifier of ``facets["identifiers"]`` was mentioned: the merge's input."""
+    identifiers_dropped: NotRequired[int]
+    """Identifiers of the covered turns that did not fit the facet's slot (counted, never silent)."""
 
 
 def new_turn(

@@ -16,7 +16,7 @@ class SummarizationSettings(BaseModel):
     threshold: int = Field(
         0, ge=0, description="Characters of live history that fire a summary (0: off; the seed system used 5000)."
     )
-    max_length: int = Field(2500, ge=200, alias="maxLength", description="Most characters a summary may have.")
+    max_length: int = Field(2500, ge=200, alias="maxLength", description="Most characters a summary is asked for.")
     method: str = Field("rolling", description="Strategy: 'rolling' or 'fresh'.")
     prompt_path: str | None = Field(None, alias="promptPath", description="Custom summary prompt file.")
     token_limit: int = Field(

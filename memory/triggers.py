@@ -56,7 +56,7 @@ class Decision:
 
 def decide(live: Live, summary: SummaryRecord | None, settings: SummarizationSettings, budget: Budget) -> Decision:
     """Decide whether a perspective should be summarized before its next call."""
-    summary_tokens = summary["tokens_after"] if summary else 0
+    summary_tokens = min(summary["tokens_after"], budget.summary) if summary else 0  # what a view shows of it
     tokens = live.tokens + summary_tokens
     ratio = tokens / budget.history if budget.history > 0 else float("inf")
 

@@ -51,7 +51,7 @@ from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.facets import FACET_CAPS
 from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, frame, room
+from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, fold_bound, fold_room, frame, room
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
@@ -172,13 +172,19 @@ class SummaryCall:
         """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
         job = self.job
         fixed = frame(job) + FRAME_OVERHEAD + SUMMARY_MARGIN
-        first = min(job.plan.fold["tokens_after"] if job.plan.fold else 0, job.budget.summary)
+        first = job.plan.fold["tokens_after"] if job.plan.fold else 0  # a fold is read whole
         tools = tool_tokens(summary_schema(self.agent["max_output_tokens"]))
         models = (self.agent["model"], *self.agent["fallback_models"])
-        reserves: list[Reserve] = [  # after the first chunk, an interim summary is folded in
-            (models, *worst_case(min(job.budget.total, fixed + (first if i == 0 else job.budget.summary)
-                                     + sum(turn_cost(t) for t in part)) + tools, self.agent["max_output_tokens"]))
-            for i, part in enumerate(chunks(job.plan.turns, room(job)))
+        # One chunk: its prompt exactly. Several: each is read in the room the summary so far leaves, never less
+        # than the room's floor, so there are at most as many as that floor gives, each up to the window.
+        framed = frame(job)
+        if len(chunks(job.plan.turns, room(job, max(first, fold_bound(job)), framed))) == 1:
+            one = fixed + fold_room(job, first, framed) + sum(turn_cost(t) for t in job.plan.turns)
+            prompts = [min(job.budget.total, one)]
+        else:
+            prompts = [job.budget.total] * len(chunks(job.plan.turns, job.budget.recent // 2))
+        reserves: list[Reserve] = [
+            (models, *worst_case(prompt + tools, self.agent["max_output_tokens"])) for prompt in prompts
         ]
         return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
 

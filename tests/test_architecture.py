@@ -23,7 +23,8 @@ LAYERS = {
 }
 # nodes may use only these graph modules: the state and run settings, never a builder.
 NODES_MAY_USE = {"debate_engine.graph.state"}
-MAX_MODULE_LINES = 300
+MAX_MODULE_LINES = 400
+"""Beyond it a module must say in its docstring why it is one module (size follows cohesion, not a count)."""
 MAX_FUNCTION_LINES = 50
 
 
@@ -82,7 +83,10 @@ def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
 @pytest.mark.parametrize(("name", "path"), modules(), ids=[m for m, _ in modules()])
 def test_modules_and_functions_stay_small(name: str, path: Path) -> None:
     source = path.read_text()
-    assert len(source.splitlines()) <= MAX_MODULE_LINES, f"{name} has {len(source.splitlines())} lines"
+    explained = "one module because" in (ast.get_docstring(ast.parse(source)) or "")
+    assert explained or len(source.splitlines()) <= MAX_MODULE_LINES, (
+        f"{name} has {len(source.splitlines())} lines: split it where its concerns split, or say in its "
+        "docstring why it is one module ('one module because ...')")
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             length = (node.end_lineno or node.lineno) - node.lineno + 1

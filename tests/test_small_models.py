@@ -43,16 +43,28 @@ def test_the_bounds_scale_with_the_budget() -> None:
     assert sent(summary_schema(192))["properties"]["decisions"]["maxItems"] == 1
 
 
-def test_an_answer_beyond_its_bounds_is_clipped_and_clamped_on_read_and_says_so() -> None:
+def test_an_answer_beyond_its_bounds_is_kept_whole_numbers_clamped_and_says_so() -> None:
     schema = judge_schema(192)
+    description = "A token bucket per tenant, flag_83_vpbhb. " * 40
     answer = schema.model_validate({
-        "description": "A token bucket per tenant. " * 40, "key_decisions": ["a", "b", "c", "d", "e", "f"],
+        "description": description, "key_decisions": ["a", "b", "c", "d", "e", "f"],
         "trade_offs": [], "recommendations": [], "open_risks": [], "cruxes": [], "confidence": 250,
         "confidence_reasons": "x",
     })
-    assert answer.confidence == 100 and len(answer.key_decisions) == 1  # type: ignore[attr-defined]
+    assert answer.confidence == 100  # type: ignore[attr-defined]
+    assert answer.key_decisions == ["a", "b", "c", "d", "e", "f"]  # type: ignore[attr-defined]
+    assert answer.description == description  # type: ignore[attr-defined]  # paid for: never cut on read
+    assert len(description) > sent(schema)["properties"]["description"]["maxLength"]
     assert sorted(answer.clamped) == ["confidence", "description", "key_decisions"]
-    assert len(answer.description) <= sent(schema)["properties"]["description"]["maxLength"]  # type: ignore[attr-defined]
+
+
+def test_a_choice_outside_its_choices_is_recorded_and_never_used_as_an_id() -> None:
+    from debate_engine.nodes.assess import assessment_schema
+
+    schema = assessment_schema("quality", ("kiss", "security"))
+    answer = schema.model_validate({"best": "I think security is best", "score": 7, "reason": "r"})
+    assert answer.best == "" and answer.clamped == ["best"]  # type: ignore[attr-defined]
+    assert schema.model_validate({"best": "kiss", "score": 7, "reason": "r"}).clamped == []
 
 
 def test_clamping_is_recorded_on_the_turn() -> None:

@@ -62,14 +62,15 @@ def test_material_larger_than_the_recent_slice_is_read_in_chunks_and_all_of_it_i
     prev = summary(f"Counters live in {ENTITY}.", through=3, ident="p")
     prev["facets"]["domain_entities"] = [ENTITY]
     the_job = job(Plan(fold=prev, turns=turns, through=15, depth=1, parent_id="p"), budget=SMALL, max_output_tokens=256)
-    # the window (768) less the prompt around the turns and the folded summary's share: 616 tokens, 4 turns
+    # the window (768) less the prompt around the turns and the folded summary's share: 616 tokens, 4 turns;
+    # after the first chunk, the interim summary is folded in whole and the chunks give way to it
     per_chunk = room(the_job) // cost
-    expected_calls = -(-len(turns) // per_chunk)
-    assert (per_chunk, expected_calls) == (4, 3)
+    fewest = -(-len(turns) // per_chunk)
+    assert (per_chunk, fewest) == (4, 3)
     model = RecordingModel(words=40)
     record = summarize_with(model, the_job)
     assert record["status"] == "ok"
-    assert record["calls"] == expected_calls == model.calls == len(model.prompts) > 1
+    assert record["calls"] == model.calls == len(model.prompts) >= fewest
     assert record["through"] == 15
     for system, user in model.prompts:
         assert count_messages(system, user) <= SMALL.total

@@ -95,7 +95,8 @@ def test_a_reply_cut_once_succeeds_on_the_shorter_retry() -> None:
     record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)])))
     assert model.calls == 2 and record["calls"] == 2
     assert record["status"] == "ok" and record["structured"] is False and record["through"] == 5
-    assert record["text"] == "They chose a token bucket."
+    assert record["narrative"] == "They chose a token bucket."
+    assert record["text"] == "Identifiers: rate_limiter.py\n\nThey chose a token bucket."  # lifted by code
 
 
 def test_target_length_is_what_the_settings_and_the_output_limit_allow() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
-from debate_engine.memory import merge_facets, render_summary
+from debate_engine.memory import count_tokens, merge_facets, render_summary
+from debate_engine.memory.budget import SHORTENED_NOTE, summary_text
 from debate_engine.memory.facets import clip_at_boundary, empty_facets
 from debate_engine.memory.strategies import Plan
 from debate_engine.providers.fake import FakeChatModel
@@ -53,18 +54,25 @@ def test_an_early_identifier_survives_the_chain_from_the_turn_itself() -> None:
     assert ENTITY in second["text"] and "redis_cluster_v7" in second["text"]
 
 
-def test_max_length_is_enforced_at_a_boundary() -> None:
-    record = summarize_with(FakeChatModel(words=900), job(first_plan([make_turn(i) for i in range(10)]), max_length=400))
-    assert 0 < len(record["text"]) <= 400
-    full = render_summary(record["narrative"], record["facets"], 100_000)
-    assert set(record["text"].split()) <= set(full.split()) | {"…"}, "no word was cut in half"
+def test_max_length_is_asked_the_answer_kept_whole_and_a_view_shortens_it_at_a_boundary_saying_so() -> None:
+    lengths: list[int] = []
+    record = summarize_with(FakeChatModel(words=900),
+                            job(first_plan([make_turn(i) for i in range(10)]), max_length=400, lengths=lengths))
+    assert lengths and max(lengths) <= 400, "the length is asked of the model"
+    full = render_summary(record["narrative"], record["facets"])
+    assert record["text"] == full and len(full) > 400, "a verbose answer that fitted its allowance is kept whole"
+    shown, cut = summary_text(record, 100)
+    assert cut and count_tokens(shown) <= 100 and shown.endswith(SHORTENED_NOTE)
+    assert shown.startswith("Identifiers: rate_limiter.py"), "the identifiers come first"
+    assert set(shown.split()) <= set(full.split()) | {"…"} | set(SHORTENED_NOTE.split()), "no word cut in half"
 
 
 def test_a_model_without_structured_output_writes_plain_text() -> None:
     model = FakeChatModel(structured=False, words=30)
     record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)])))
     assert record["status"] == "ok" and record["structured"] is False and record["text"]
-    assert record["facets"] == empty_facets()
+    assert {k: v for k, v in record["facets"].items() if k != "identifiers"} == empty_facets()
+    assert record["facets"]["identifiers"] == ["rate_limiter.py"], "the identifiers come from the turns, by code"
 
 
 def test_clip_never_cuts_a_word() -> None:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from debate_engine.memory import SummarizationSettings, should_summarize
-from debate_engine.memory.budget import make_budget
+from debate_engine.memory.budget import BudgetSplit, make_budget
 from debate_engine.memory.triggers import Live, decide, measure
 from tests.conftest import make_turn
 from tests.test_budget import summary
@@ -109,12 +109,25 @@ def test_min_messages_holds_a_trigger_back_until_enough_new_turns() -> None:
     assert decide(live(turns=3, tokens=100), None, s, BUDGET).fire
 
 
+WIDE = make_budget(2560, 512, BudgetSplit(system=1 / 8, summary=6 / 8, recent=1 / 8))
+# total 2048: system 256, summary 1536, recent min(256, 2048 - 256 - 1536 - 48) = 208; history 1744
+WIDE_HISTORY = 1744
+
+
 def test_cooldown_holds_until_enough_turns_since_the_last_summary() -> None:
     s = off(token_limit=100, cooldown_turns=4, reset_ratio=0.5, trigger_ratio=0.5)
-    heavy = summary("word", through=9, tokens_after=HISTORY // 2)  # usage 0.50, not below the 0.50 reset
-    held = decide(live(turns=3, tokens=100), heavy, s, BUDGET)
+    heavy = summary("word", through=9, tokens_after=WIDE_HISTORY // 2)  # usage 0.50, not below the 0.50 reset
+    held = decide(live(turns=3, tokens=100), heavy, s, WIDE)
     assert not held.fire and "cooldown" in held.reason
-    assert decide(live(turns=4, tokens=100), heavy, s, BUDGET).fire
+    assert decide(live(turns=4, tokens=100), heavy, s, WIDE).fire
+
+
+def test_a_summary_counts_as_much_as_its_slot_shows() -> None:
+    """A summary longer than its slot is shown shortened: the ratio counts what the view holds of it."""
+    s = off(trigger_ratio=0.5)
+    long = summary("word", through=9, tokens_after=HISTORY)  # four times the 256-token slot
+    decision = decide(live(turns=3, tokens=100), long, s, BUDGET)
+    assert decision.live_tokens == 100 + 256 and not decision.fire
 
 
 def test_cooldown_does_not_apply_before_the_first_summary() -> None:
@@ -130,9 +143,9 @@ def test_a_summary_below_the_reset_ratio_rearms_inside_the_cooldown() -> None:
 
 def test_a_burst_over_the_ratio_after_a_heavy_summary_waits_for_the_cooldown() -> None:
     s = SummarizationSettings(threshold=0, min_turns=2, cooldown_turns=4)  # ratio 0.8, reset 0.7
-    heavy = summary("word", through=9, tokens_after=int(HISTORY * 0.75))
+    heavy = summary("word", through=9, tokens_after=int(WIDE_HISTORY * 0.75))
     burst = live(turns=2, tokens=200)
-    decision = decide(burst, heavy, s, BUDGET)
+    decision = decide(burst, heavy, s, WIDE)
     assert decision.ratio >= 0.8 and not decision.fire and "cooldown" in decision.reason
 
 

@@ -134,12 +134,15 @@ class _Handler(BaseHTTPRequestHandler):
         prompt_tokens = len(tokens_of(messages)) + tool_tokens(body)
         last_user = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
         words = [] if fault == "empty" else reply_words(last_user, owner.words)
+        if owner.author is not None and words:  # a test writes the prose replies
+            words = owner.author(body, " ".join(words).capitalize() + ".").split()
         limit = body.get("max_completion_tokens") or body.get("max_tokens")
         if fault == "length":
             limit = min(limit or len(words), max(1, len(words) // 2))
         finish = "length" if limit is not None and limit < len(words) else "stop"
         words = words[:limit] if finish == "length" else words
-        message: dict[str, Any] = {"role": "assistant", "content": " ".join(words).capitalize() + "." if words else ""}
+        content = " ".join(words) if owner.author is not None else " ".join(words).capitalize() + "." if words else ""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         tools = body.get("tools") or []
         if tools and body.get("tool_choice") != "none" and fault not in ("empty", "length"):
             wanted = wanted_tool(body)
@@ -211,7 +214,8 @@ class OpenAIServer:
     Attributes tests may set: `faults` (deque of fault names, one consumed per request, FIFO), `always` (a fault
     for every request once `faults` is empty), `model_always` (a fault for every request naming that model, before
     the others), `hang_s`, `retry_after`, `words`, `latency_s` (how long each chat reply takes, to stand in for a
-    real model), `prompt_cache` (a `PromptCache`: report OpenAI's `cached_tokens` by its rule; a `MarkedCache`:
+    real model), `tool_args` (rewrite a tool call's arguments: `(body, name, args) -> args`), `author` (rewrite a prose
+    reply: `(body, text) -> text`), `prompt_cache` (a `PromptCache`: report OpenAI's `cached_tokens` by its rule; a `MarkedCache`:
     Anthropic's, reads and writes at marked blocks; None, the default: report none). Faults: see `FAULTS`. `peak_in_flight` is the most requests it was ever answering at once.
     """
 
@@ -224,6 +228,7 @@ class OpenAIServer:
         self.cut_tools = False
         self.prompt_cache: PromptCache | MarkedCache | None = None
         self.tool_args: Any = None
+        self.author: Any = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}

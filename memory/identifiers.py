@@ -1,0 +1,114 @@
+"""Identifiers kept by code: lifted from the summarized turns, merged through the chain, fitted to a slot.
+
+A model that re-summarizes may drop or mangle an identifier (a shard key, a
+flag name, a port), and a bounded structured answer can cut one off the end of
+an item. So every summary's identifiers facet is built here from the turns it
+covers, whatever the model wrote; the model's own entities are added to it,
+never its only source. When more identifiers exist than the facet's slot holds,
+those mentioned in the most turns stay, the most recent first among equals,
+and the record counts what was left out: a loss is never silent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from debate_engine.memory.records import IdentifierStats, Turn
+from debate_engine.memory.tokens import count_tokens
+
+IDENTIFIERS_TITLE = "Identifiers"
+IDENTIFIER_SHARE = 0.5
+"""Most of a summary's slot its identifiers may take; the narrative and the other facets share the rest."""
+MAX_LITERAL = 60
+"""Longest quoted literal lifted whole (a longer quotation is prose, not an identifier)."""
+
+_URL = r"https?://[^\s<>\"'`)\]]+"
+_QUOTED = r"`[^`\n]{1,%d}`|\"[^\"\n]{1,%d}\"" % (MAX_LITERAL, MAX_LITERAL)
+_UNITS = (
+    r"ms|µs|us|ns|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|"
+    r"[KMGTP]i?B|[kKMGT]b(?:ps)?|bytes?|%|rps|qps|tps|req/s|ops/s|x|tokens?|"
+    r"requests?(?: per second)?|connections?|replicas?|nodes?|shards?|cores?|GHz|MHz"
+)
+_NUMBER_WITH_UNIT = r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:%s)(?![\w])" % _UNITS
+_VERSION = r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w])"
+_WORD = r"[\w@$~][\w.@$~/:+#-]*[\w/]|[\w]"
+PATTERN = re.compile("|".join(f"(?:{p})" for p in (_URL, _QUOTED, _NUMBER_WITH_UNIT, _VERSION, _WORD)))
+_COMMON = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a", "and/or", "w/o"})
+
+
+def _is_name(token: str) -> bool:
+    """A name with a digit, an underscore, an inner dot or slash, or a capital after a small letter inside."""
+    if not any(c.isalpha() for c in token) or token.casefold() in _COMMON:
+        return False
+    inner = token[1:]
+    return (
+        any(c.isdigit() for c in token)
+        or "_" in token.strip("_")
+        or "/" in token
+        or "." in token.strip(".")
+        or (any(c.isupper() for c in inner) and any(c.islower() for c in token))
+    )
+
+
+def lift(text: str) -> list[str]:
+    """Every identifier in ``text``, in order of first appearance, each once."""
+    found: dict[str, None] = {}
+    for match in PATTERN.finditer(text):
+        token = match.group(0)
+        if token[0] in "`\"":
+            literal = token.strip("`\"").strip()
+            if literal:
+                found.setdefault(token if token[0] == "`" else literal, None)
+            continue
+        token = token.rstrip(".,;:!?")
+        if token.startswith("http") or _is_number_like(token) or _is_name(token):
+            found.setdefault(token, None)
+    return list(found)
+
+
+def _is_number_like(token: str) -> bool:
+    return bool(re.fullmatch(_NUMBER_WITH_UNIT, token) or re.fullmatch(_VERSION, token))
+
+
+def merge(
+    old: IdentifierStats | None, turns: Sequence[Turn], extra: Iterable[str] = (), at: int = 0
+) -> IdentifierStats:
+    """``old`` with each turn's identifiers counted once per turn, and the model's own entities (``extra``)."""
+    stats: IdentifierStats = {k: list(v) for k, v in (old or {}).items()}
+    for turn in turns:
+        for ident in lift(turn["content"]):
+            _count(stats, ident, turn["seq"])
+    for item in extra:
+        item = " ".join(str(item).split())
+        for ident in [item] if item and " " not in item else lift(item):
+            _count(stats, ident, at)
+    return stats
+
+
+def _count(stats: IdentifierStats, ident: str, seq: int) -> None:
+    count, last = stats.get(ident, [0, -1])
+    stats[ident] = [count + 1, max(last, seq)]
+
+
+def ranked(stats: IdentifierStats) -> list[str]:
+    """Identifiers by how many turns mentioned them, then the most recent first."""
+    return sorted(stats, key=lambda k: (-stats[k][0], -stats[k][1], k))
+
+
+def fit(stats: IdentifierStats, limit_tokens: int) -> tuple[IdentifierStats, int]:
+    """The identifiers whose line fits ``limit_tokens``, best ranked first, and how many were left out."""
+    kept: IdentifierStats = {}
+    used = count_tokens(f"{IDENTIFIERS_TITLE}: ")
+    for ident in ranked(stats):
+        cost = count_tokens(ident) + 1
+        if used + cost > limit_tokens:
+            continue  # a shorter one further down may still fit
+        kept[ident] = stats[ident]
+        used += cost
+    return kept, len(stats) - len(kept)
+
+
+def line(identifiers: Sequence[str]) -> str:
+    """The identifiers as one prompt line, in the order given."""
+    return f"{IDENTIFIERS_TITLE}: " + ", ".join(identifiers) if identifiers else ""
