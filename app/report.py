@@ -169,6 +169,13 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
     return lines
 
 
+def _estimated(prices: dict[str, Any]) -> str:
+    """Which cache prices the price list lacked and the provider's published ratio stood in for."""
+    named = [f"{spec} ({' and '.join(p['estimated']).replace('_', ' ')})" for spec, p in sorted(prices.items())
+             if p.get("estimated")]
+    return ("; cache prices estimated from the provider's published ratio: " + ", ".join(named)) if named else ""
+
+
 def _figures(values: dict[str, Any]) -> list[str]:
     f = figures(values)
     total = f["total"]
@@ -186,7 +193,8 @@ def _figures(values: dict[str, Any]) -> list[str]:
          + f"{counted(f['summary_calls'], 'summary call')})"),
         ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),
-        ("cost", f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"),
+        ("cost", f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"
+         + _estimated((values.get("settings") or {}).get("prices") or {})),
         ("cached prompt tokens", cache_phrase(f) or "0 (the provider reported none)"),
         ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),
         ("retries", f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "

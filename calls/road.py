@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
-from debate_engine.calls.slots import aslot, slot, slot_limit
+from debate_engine.calls.slots import aslot, hold, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
 from debate_engine.memory.records import Usage
 from debate_engine.providers.errors import ProviderError, is_provider_error
@@ -79,6 +79,14 @@ class Request:
     """Who is asking, for error messages (an agent id)."""
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    max_requests: int = 0
+    """Most requests the call may send, over all its models (0: as many as the policy takes); what a spend
+    cap reserved for it. At the limit, an unparsed answer is handed back as it is and nothing is asked again."""
+
+
+def most_requests(structured: bool, retry_empty: bool) -> int:
+    """Requests one call may send to one model: the answer, its prose fallback, an empty reply asked again."""
+    return 1 + int(structured) + int(retry_empty)
 
 
 @dataclass
@@ -123,11 +131,14 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
     for spec in request.models:
         structured, retry_empty = request.schema is not None, request.retry_empty
         while True:
+            if request.max_requests and len(attempts) >= request.max_requests:
+                break  # the cap reserved no more: nothing is asked that it cannot hold
             result = yield spec, structured
             outcome = result.attempt["outcome"] if result.attempt else "unparsed"
             if result.attempt:
                 attempts.append(result.attempt)
-            if outcome == "unparsed" and (request.prose_fallback or not result.attempt):
+            at_limit = bool(request.max_requests) and len(attempts) >= request.max_requests
+            if outcome == "unparsed" and (request.prose_fallback or not result.attempt) and not at_limit:
                 structured = False
             elif outcome in ("ok", "cut", "unparsed"):
                 assert result.attempt is not None
@@ -223,24 +234,27 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
     runnable = _runnable(request, spec, structured, loop=0)
     if runnable is None:
         return _Result(None, "", None, False)
-    with slot(request.run, provider_of(spec), slot_limit(provider_of(spec), request.limit)):
-        started, left = time.perf_counter(), clock.left(spec)
-        if left <= 0:
-            return _result(request, spec, structured, _timeout(request), started)
-        # The request runs in a helper thread so that the deadline can stop waiting for it.
-        pool = ThreadPoolExecutor(max_workers=1)
-        context = contextvars.copy_context()
-        prompt = messages(request.system, request.user, spec)
-        future = pool.submit(context.run, runnable.invoke, prompt, _config(request))
-        try:
-            out: Any = future.result(timeout=left)
-        except FutureTimeout:
-            out = _timeout(request)
-        except Exception as exc:
-            out = _provider_failure(exc)
-        finally:
-            pool.shutdown(wait=False)
-        return _result(request, spec, structured, out, started)
+    release = hold(request.run, provider_of(spec), slot_limit(provider_of(spec), request.limit))
+    started, left = time.perf_counter(), clock.left(spec)
+    if left <= 0:
+        release()
+        return _result(request, spec, structured, _timeout(request), started)
+    # The request runs in a helper thread so that the deadline can stop waiting for it; the slot is released
+    # when the request is closed (answered, failed, or given up by its client), not when we stop waiting.
+    pool = ThreadPoolExecutor(max_workers=1)
+    context = contextvars.copy_context()
+    prompt = messages(request.system, request.user, spec)
+    future = pool.submit(context.run, runnable.invoke, prompt, _config(request))
+    future.add_done_callback(lambda _: release())
+    try:
+        out: Any = future.result(timeout=left)
+    except FutureTimeout:
+        out = _timeout(request)
+    except Exception as exc:
+        out = _provider_failure(exc)
+    finally:
+        pool.shutdown(wait=False)
+    return _result(request, spec, structured, out, started)
 
 
 async def aask(request: Request) -> Answer:

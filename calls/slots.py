@@ -61,6 +61,28 @@ def slot(run: str, provider: str, limit: int) -> Iterator[None]:
         _leave(key)
 
 
+def hold(run: str, provider: str, limit: int) -> Any:
+    """Take one of the run's slots from a thread and return its release, to call once the request is closed.
+
+    A request abandoned at its deadline stays open at the provider until its client gives up: its slot is
+    held until then, so ``--max-concurrency`` counts the requests really open (``invoke``'s path).
+    """
+    if not limit:
+        return lambda: None
+    key = ("thread", run, provider, limit)
+    semaphore = _enter(key, lambda: threading.BoundedSemaphore(limit))
+    semaphore.acquire()
+    released = threading.Event()
+
+    def release() -> None:
+        if not released.is_set():
+            released.set()
+            semaphore.release()
+            _leave(key)
+
+    return release
+
+
 @asynccontextmanager
 async def aslot(run: str, provider: str, limit: int) -> AsyncIterator[None]:
     """Hold one of the run's slots from the event loop; waiters are served in the order they came."""

@@ -117,6 +117,12 @@ def judge_floor(context_window: int, max_output_tokens: int) -> tuple[int, int]:
 
 
 def dearest(prices: dict[str, Price], specs: str | Sequence[str], input_tokens: int, output_tokens: int) -> float:
-    """Dollars for a call at the dearest of the models that may answer it."""
-    return max(cost(prices.get(spec, FREE), input_tokens, output_tokens)
+    """Dollars for a call at the dearest of the models that may answer it, every prompt token at the dearer of
+    the input and the cache-write price (a provider may bill the whole prompt as a cache write)."""
+    return max(_worst(prices.get(spec, FREE), input_tokens, output_tokens)
                for spec in ((specs,) if isinstance(specs, str) else specs))
+
+
+def _worst(price: Price, input_tokens: int, output_tokens: int) -> float:
+    written = input_tokens if price.get("cache_write", price["input"]) > price["input"] else 0
+    return cost(price, input_tokens, output_tokens, cache_write=written)

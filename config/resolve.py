@@ -187,9 +187,13 @@ def _prices(profiles: list[AgentProfile], file: DebateFile, needed: bool) -> tup
 
 
 def _price(given: Mapping[str, Any]) -> Price:
-    """A price with the cache rates only where someone stated them (absent: the input price)."""
-    return Price(**{k: float(given[k]) for k in ("input", "output", "cache_read", "cache_write")  # type: ignore[typeddict-item]
-                    if k in given})
+    """A price with the cache rates only where someone stated them (absent: the input price), and which of them
+    were estimated from the provider's published ratios."""
+    price = Price(**{k: float(given[k]) for k in ("input", "output", "cache_read", "cache_write")  # type: ignore[typeddict-item]
+                     if k in given})
+    if given.get("estimated"):
+        price["estimated"] = list(given["estimated"])
+    return price
 
 
 def _cap_problems(cap: SpendCap, judge: AgentProfile, prices: dict[str, Price]) -> list[str]:

@@ -24,13 +24,13 @@ MAX_LITERAL = 60
 """Longest quoted literal lifted whole (a longer quotation is prose, not an identifier)."""
 
 _URL = r"https?://[^\s<>\"'`)\]]+"
-_QUOTED = r"`[^`\n]{1,%d}`|\"[^\"\n]{1,%d}\"" % (MAX_LITERAL, MAX_LITERAL)
+_QUOTED = rf"`[^`\n]{{1,{MAX_LITERAL}}}`|\"[^\"\n]{{1,{MAX_LITERAL}}}\""
 _UNITS = (
     r"ms|µs|us|ns|s|sec|secs|seconds?|min|mins|minutes?|h|hrs?|hours?|days?|weeks?|"
     r"[KMGTP]i?B|[kKMGT]b(?:ps)?|bytes?|%|rps|qps|tps|req/s|ops/s|x|tokens?|"
     r"requests?(?: per second)?|connections?|replicas?|nodes?|shards?|cores?|GHz|MHz"
 )
-_NUMBER_WITH_UNIT = r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:%s)(?![\w])" % _UNITS
+_NUMBER_WITH_UNIT = rf"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS})(?![\w])"
 _VERSION = r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w])"
 _WORD = r"[\w@$~][\w.@$~/:+#-]*[\w/]|[\w]"
 PATTERN = re.compile("|".join(f"(?:{p})" for p in (_URL, _QUOTED, _NUMBER_WITH_UNIT, _VERSION, _WORD)))

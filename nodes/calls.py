@@ -19,6 +19,7 @@ from langgraph.func import task
 from pydantic import BaseModel
 
 from debate_engine.calls import Answer, Attempt, Request, aask, ask
+from debate_engine.calls.road import most_requests
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, is_human
@@ -51,6 +52,13 @@ class Call:
     """Turns from ``seq`` [0] up to [1] that neither the summary nor the view holds (summaries failing)."""
     problem: str = ""
     """The debate's problem, which a person's question shows on its own."""
+    requests: int = 0
+    """Most requests the call may send (0: all the road's policy may take); one when a cap has no more room."""
+
+    @property
+    def most_requests(self) -> int:
+        """The requests its reserve covers and the road may send."""
+        return self.requests or most_requests(self.schema is not None, self.retry_empty)
 
     def reserve(self) -> list[Reserve]:
         """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
@@ -58,11 +66,12 @@ class Call:
             return []
         tools = tool_tokens(self.schema) if self.schema else 0  # its definition is billed as prompt
         return [((self.agent["model"], *self.agent["fallback_models"]),
-                 *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))]
+                 *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))] * self.most_requests
 
     def without_retries(self) -> Call:
-        """The same call with no retry of an empty reply (when the spend cap has no room for one)."""
-        return dataclasses.replace(self, retry_empty=False)
+        """The same call making one request only (when the spend cap has no room for more): an empty reply is not
+        asked again, and an unparsed structured one is taken as it is, not asked again in prose."""
+        return dataclasses.replace(self, retry_empty=False, requests=1)
 
     def charge(self, reply: Reply) -> list[tuple[str, str, str, Usage]]:
         """What the call spent: every attempt, priced by the model that made it."""
@@ -118,6 +127,7 @@ def request_of(call: Call) -> Request:
         models=(agent["model"], *agent["fallback_models"]), system=call.system, user=call.user,
         temperature=agent["temperature"], max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"],
         schema=call.schema, retry_empty=call.retry_empty, limit=call.limit, run=run_key(), who=agent["id"],
+        max_requests=call.most_requests,
         tags=(agent["id"], phase),
         metadata={"agent_id": agent["id"], "phase": phase, "kind": call.kind, "round": call.round},
     )

@@ -55,20 +55,23 @@ def round_clock(name: str, state: ConversationState) -> tuple[int, float, float]
 
 def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Sequence[Any], dict[str, Any] | None]:
     """The calls to run, or the update that stops the debate: the cap has no room, or the round's time is up."""
-    if name == "synthesize" or not calls:
+    if not calls:
         return calls, None
+    if name == "synthesize":  # the judge's share was kept back for one request; more only if the cap holds them
+        full = [r for c in calls for r in c.reserve()]
+        return (calls if fits(state, full, keep_judge=False) else [c.without_retries() for c in calls]), None
     clock = round_clock(name, state)
     if clock is not None and clock[1] >= clock[2]:
         emit({"event": "round_timeout", "phase": name, "round": clock[0], "elapsed_s": round(clock[1], 3),
               "limit_s": clock[2]})
         return calls, {"stopped": "timeout"}
-    wanted = [r for c in calls for r in c.reserve()]
+    wanted = [r for c in calls for r in c.reserve()[:1]]  # one request each
     if not fits(state, wanted):
         spent = (state.get("spend") or empty_spend())["total"]
         emit({"event": "budget_stop", "phase": name, "round": state.get("round", 0),
               "tokens": spent["input_tokens"] + spent["output_tokens"], "cost": spent["cost"]})
         return calls, {"stopped": "budget"}
-    if not fits(state, wanted * 2):  # room for the calls, not for retrying them all
+    if not fits(state, [r for c in calls for r in c.reserve()]):  # room for the calls, not for asking again
         calls = [c.without_retries() for c in calls]
     return calls, None
 
@@ -79,7 +82,7 @@ def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[S
         return []
     extra = ahead(state, name, [c for c in calls if isinstance(c, Call)])
     # the calls' worst case as the gate left it (a retry doubles a call), then the summaries' on top
-    worst = [r for c in calls for r in c.reserve() * (2 if getattr(c, "retry_empty", False) else 1)]
+    worst = [r for c in calls for r in c.reserve()]
     once = [r for s in extra for r in s.reserve()]
     if not extra or not fits(state, worst + once):
         return []  # the summarize node weighs what is still due before the next step, against the cap then

@@ -254,6 +254,7 @@ def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
         temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
         timeout_s=agent["timeout_s"], schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
         prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
+        max_requests=1 + int(prompt.retry),  # what its reserve counts per prompt
         tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
     )
 

@@ -20,12 +20,49 @@ class ModelPrice(TypedDict):
     """A prompt token read from the provider's cache; absent: the input price (no discount unless known)."""
     cache_write: NotRequired[float]
     """A prompt token written to the provider's cache; absent: the input price."""
+    estimated: NotRequired[list[str]]
+    """The cache prices the price list lacks, taken from the provider's published ratio for the model's family
+    (``cache_read``, ``cache_write``): reported as estimated."""
+
+
+CACHE_RATIOS: dict[str, tuple[float, float]] = {
+    "anthropic": (0.10, 1.25),  # Anthropic bills a cache read at 0.1x the input price and a 5-minute write at 1.25x
+    "openai": (0.50, 1.00),  # OpenAI: cached input at (at most) half the input price; no charge to write
+}
+"""The cache price ratios providers publish for a family, where the price list has none: (read, write)."""
+
+
+def family(spec: str) -> str | None:
+    """The model family whose cache rules apply (Anthropic's models through OpenRouter too), or None."""
+    parsed = parse_spec(spec)
+    name = parsed.name.casefold()
+    if parsed.provider == "anthropic" or name.startswith("anthropic/") or "claude" in name:
+        return "anthropic"
+    if parsed.provider == "openai" or name.startswith("openai/") or name.startswith(("gpt-", "o1", "o3", "o4")):
+        return "openai"
+    return None
+
+
+def with_cache_ratios(spec: str, price: ModelPrice) -> ModelPrice:
+    """Fill the cache prices the list gave only as the input price, by the family's published ratio; say so."""
+    ratios = CACHE_RATIOS.get(family(spec) or "")
+    if ratios is None:
+        return price
+    out = ModelPrice(**price)  # type: ignore[typeddict-item]
+    estimated = []
+    for key, ratio in zip(("cache_read", "cache_write"), ratios, strict=True):
+        if ratio != 1.0 and out.get(key, out["input"]) == out["input"]:
+            out[key] = round(out["input"] * ratio, 9)  # type: ignore[literal-required]
+            estimated.append(key)
+    if estimated:
+        out["estimated"] = estimated
+    return out
 
 
 def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
     """The price of ``spec``: the config's entry, else genai-prices, else None when nobody knows it."""
     if overrides and spec in overrides:
-        return overrides[spec]
+        return with_cache_ratios(spec, overrides[spec])  # a cache price the config states is kept
     parsed = parse_spec(spec)
     if parsed.provider in FREE_PROVIDERS:
         return ModelPrice(input=0.0, output=0.0)
@@ -36,11 +73,17 @@ def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> Model
 
     try:
         # genai-prices counts cached tokens inside input_tokens, as the providers report them.
-        return ModelPrice(input=per_million(input_tokens=MILLION), output=per_million(output_tokens=MILLION),
-                          cache_read=per_million(input_tokens=MILLION, cache_read_tokens=MILLION),
-                          cache_write=per_million(input_tokens=MILLION, cache_write_tokens=MILLION))
+        listed = ModelPrice(input=per_million(input_tokens=MILLION), output=per_million(output_tokens=MILLION),
+                            cache_read=per_million(input_tokens=MILLION, cache_read_tokens=MILLION),
+                            cache_write=per_million(input_tokens=MILLION, cache_write_tokens=MILLION))
+        return with_cache_ratios(spec, listed)
     except LookupError:
         return None
+
+
+def worst_input(price: ModelPrice) -> float:
+    """The most a prompt token may cost: a cache write can cost more than plain input (Anthropic's 1.25x)."""
+    return max(price["input"], price.get("cache_write", price["input"]))
 
 
 def cost(price: ModelPrice, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:

@@ -14,6 +14,7 @@ prompt the client sent.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import socketserver
 import sys
@@ -87,7 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, owner: OpenAIServer, body: Any, fault: str | None) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
-        if fault == "drop" or (fault == "hang" and owner._stopping.wait(owner.hang_s)):
+        # a hang holds the request open (counted in `in_flight`) until the client hangs up, the server stops or
+        # hang_s passes; then it answers as usual
+        if fault == "drop" or (fault == "hang" and self._hang(owner)):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
         elif fault == "404":
@@ -115,6 +118,22 @@ class _Handler(BaseHTTPRequestHandler):
                 owner.prompt_cache.commit(cached)  # answered: its prompt now serves the requests after it
         else:
             self._error(404, f"No route for {self.command} {path}.")
+
+    def _hang(self, owner: OpenAIServer) -> bool:
+        """Answer nothing for ``hang_s``; True when the client hung up or the server stops before that."""
+        deadline = time.monotonic() + owner.hang_s
+        while time.monotonic() < deadline:
+            if owner._stopping.is_set():
+                return True
+            readable, _, _ = select.select([self.connection], [], [], 0.02)
+            if readable:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return True  # the client hung up: the request is closed
+                except OSError:
+                    return True
+                time.sleep(0.02)  # a pipelined request: still ours to ignore
+        return False
 
     def _send(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
