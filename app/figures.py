@@ -33,6 +33,16 @@ def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[s
             "completion": cost["output_tokens"], "latency_ms": latency, "cut": cut}
 
 
+def own_part(values: dict[str, Any]) -> dict[str, Any]:
+    """A fork's own records: the turns and summaries after the ones it kept (``forked_from``), which the
+    original made and paid for. A debate that is no fork is all its own."""
+    kept = values.get("forked_from") or {}
+    if not kept.get("turns") and not kept.get("summaries"):
+        return values
+    return {**values, "transcript": values.get("transcript", [])[kept.get("turns", 0):],
+            "summary_log": values.get("summary_log", [])[kept.get("summaries", 0):]}
+
+
 def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per model-written turn and per summary: agent, phase, requests, tokens in and out, latencies.
 
@@ -106,8 +116,9 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     """What a debate cost: time running and stopped, calls, tokens, summaries, retries, failures, latency.
 
     Calls and tokens are the state's spend (every request the provider answered, with its own usage);
-    the breakdowns by agent and phase add up to it.
+    the breakdowns by agent and phase add up to it. A fork's figures are its own (``own_part``).
     """
+    values = own_part(values)
     rows = calls_of(values)
     by_agent: dict[str, dict[str, Any]] = {}
     by_phase: dict[tuple[str, str], dict[str, Any]] = {}

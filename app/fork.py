@@ -7,6 +7,11 @@ as the node that ended the round, so the graph's own edges choose the next
 step. The original thread is only read. Its logs are ``DeltaChannel``s, so the
 fork's first checkpoint holds rounds 1..K once, and later checkpoints only
 their own steps' writes.
+
+The fork's figures are its own: its spend and its clock start at zero when it
+is written, so its final line, its report and its spend cap count the calls it
+makes and the time it runs. What the kept rounds cost stays in ``forked_from``,
+shown apart.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.errors import UserError
+from debate_engine.app.figures import duration, timeline
+from debate_engine.app.words import counted
+from debate_engine.calls.spend import Tally, empty_spend, empty_tally
 from debate_engine.config.settings import RunSettings, is_human
 from debate_engine.graph.state import ForkOrigin
 
@@ -140,12 +148,17 @@ def fork_values(point: Any, context: dict[str, Any], settings: RunSettings, orig
     """The fork's first state: the original's at the fork point, with the new settings and its origin.
 
     A stop the original decided (convergence, budget, time) is dropped: the fork's
-    own settings decide again from the next round on.
+    own settings decide again from the next round on. The spend and the clock
+    start again: the kept rounds' calls and time are the original's (``origin``
+    keeps them), and the time between the original's last step and the fork
+    is neither's.
     """
     values = dict(point.values)
-    status = {**values["status"], "rounds": settings["rounds"], "updated_at": time.time()}
+    now = time.time()
+    status = {**values["status"], "rounds": settings["rounds"], "tokens": 0, "cost": 0.0, "cached_tokens": 0,
+              "saved": 0.0, "started_at": now, "updated_at": now}
     return {**values, "context": context, "settings": settings, "status": status, "forked_from": origin,
-            "stopped": None, "stop_reason": None}
+            "spend": empty_spend(), "stopped": None, "stop_reason": None}
 
 
 async def ensure_new(graph: Any, thread: str) -> None:
@@ -164,8 +177,43 @@ async def write_fork(graph: Any, point: Any, values: dict[str, Any], new_thread:
 
 
 def origin_of(point: Any, thread: str, round_no: int) -> ForkOrigin:
-    """The fork's ``forked_from`` record."""
-    return ForkOrigin(thread=thread, round=round_no, checkpoint=point.config["configurable"]["checkpoint_id"])
+    """The fork's ``forked_from`` record: where it comes from, where its own records begin, what the kept part cost.
+
+    Of a fork's fork, the kept part's cost is the first fork's own spend up to the
+    point plus what its own kept part had cost: all the calls that made the kept rounds.
+    """
+    values = point.values
+    earlier: dict[str, Any] = values.get("forked_from") or {}
+    spent = (values.get("spend") or empty_spend())["total"]
+    return ForkOrigin(thread=thread, round=round_no, checkpoint=point.config["configurable"]["checkpoint_id"],
+                      turns=len(values.get("transcript") or []), summaries=len(values.get("summary_log") or []),
+                      spent=_plus(earlier.get("spent") or empty_tally(), spent),
+                      running_s=round(earlier.get("running_s", 0.0) + timeline(values)[0], 3))
+
+
+def _plus(first: Tally, second: Tally) -> Tally:
+    """Two tallies added up, field by field (a field an older tally lacks counts 0)."""
+    return Tally(calls=first["calls"] + second["calls"], input_tokens=first["input_tokens"] + second["input_tokens"],
+                 output_tokens=first["output_tokens"] + second["output_tokens"], cost=first["cost"] + second["cost"],
+                 cache_read_tokens=first.get("cache_read_tokens", 0) + second.get("cache_read_tokens", 0),
+                 cache_write_tokens=first.get("cache_write_tokens", 0) + second.get("cache_write_tokens", 0),
+                 saved=first.get("saved", 0.0) + second.get("saved", 0.0))
+
+
+def kept_line(values: dict[str, Any]) -> str | None:
+    """What the rounds a fork kept had cost when the original ran them, for beside the fork's own final line.
+
+    None for a debate that is no fork, or a fork written before its origin kept the figures.
+    """
+    origin = values.get("forked_from") or {}
+    if "spent" not in origin:
+        return None
+    spent: Tally = origin["spent"]
+    unit = "turn" if counter_of(values)[0] == "turn" else "round"
+    kept = f"{unit}s 1-{origin['round']}" if origin["round"] > 1 else f"{unit} 1"
+    return (f"kept from {origin['thread']} ({kept}, not run again): took "
+            f"{duration(origin['running_s'])}: {counted(spent['calls'], 'model call')}, "
+            f"{spent['input_tokens'] + spent['output_tokens']} tokens, ${spent['cost']:.4f}")
 
 
 def origin_text(origin: dict[str, Any] | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from debate_engine.app.figures import cache_phrase, duration, figures, latency
+from debate_engine.app.fork import kept_line
 from debate_engine.app.verdict_report import positions_section, verdict_section
 from debate_engine.app.words import counted
 from debate_engine.memory.facets import registry_digest
@@ -186,6 +187,7 @@ def _figures(values: dict[str, Any]) -> list[str]:
         ("time running", f"{duration(f['running_s'])} (model calls and the steps between them)"),
         ("time stopped", f"{duration(f['stopped_s'])} (interrupted until resumed, or waiting for answers)"),
         ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
+        *([("before the fork", kept)] if (kept := kept_line(values)) else []),
         ("model calls", f"{total['calls']} ({counted(f['turn_calls'], 'turn')}, " + (
             f"{counted(f['moderation_calls'], 'moderator call')}, " if f["moderation_calls"] else "")
          + (f"{counted(f['assessment_calls'], 'check by the judge', 'checks by the judge')}, "

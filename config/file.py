@@ -70,8 +70,9 @@ class Termination(_Strict):
     type: Literal["fixed", "convergence", "quality"] = "fixed"
     threshold: Real | None = None
     """The score that stops a ``quality`` debate (1-10; default 8)."""
-    min_round: int = Field(2, ge=1, alias="minRound")
-    """The first round after which convergence may stop the debate."""
+    min_round: int | None = Field(None, ge=1, alias="minRound")
+    """The first round after which the rule may stop the debate (default: 2 under ``convergence``, 1 under
+    ``quality``, whose judge scores every round)."""
 
 
 class DebateSection(_Strict):

@@ -15,13 +15,17 @@ STOP_RULES = ("fixed", "convergence", "quality")
 SCORE_RANGE = (1, 10)
 """The rubric's scale: a ``quality`` threshold outside it could never, or would always, stop the debate."""
 SYNTHESIS_METHODS = ("judge", "voting", "merge")
+MIN_ROUND = {"convergence": 2, "quality": 1}
+"""The first round a rule may stop the debate in when ``minRound`` names none: convergence after the first
+refinements have answered the critiques, quality from the first round's proposals on."""
 
 
 def stop_rule(context: Context, debate: DebateSection) -> dict[str, Any]:
     """``{"type", "min_round", "threshold"}``: the context's rule, else the config's, else ``fixed``."""
     condition = debate.termination_condition
     kind = context.stop_rule or (condition.type if condition else "fixed")
-    rule: dict[str, Any] = {"type": kind, "min_round": condition.min_round if condition else 2}
+    given = condition.min_round if condition else None
+    rule: dict[str, Any] = {"type": kind, "min_round": given or MIN_ROUND.get(kind, 2)}
     if kind == "quality" and condition and condition.threshold is not None:
         rule["threshold"] = condition.threshold
     return rule

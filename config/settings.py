@@ -71,7 +71,8 @@ class RunSettings(TypedDict):
     max_concurrency: int
     """Most model calls at once per provider."""
     stop_rule: NotRequired[dict[str, Any]]
-    """``{"type": "fixed" | "convergence", "min_round": n}``: when the debate may stop before its last round."""
+    """``{"type": "fixed" | "convergence" | "quality", "min_round": n, "threshold": s}``: when the debate may stop
+    before its last round."""
     synthesis: NotRequired[Literal["judge", "voting", "merge"]]
     """How the outcome is settled: the judge synthesizes, the agents' final positions vote, or the judge merges
     the final refinements only."""

@@ -42,8 +42,9 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     builder.add_conditional_edges("summarize", after_summarize, ["propose", "critique", "refine", "synthesize"])
     builder.add_conditional_edges("propose", route, ["summarize", "critique", "refine", "synthesize"])
     builder.add_conditional_edges("critique", route, ["summarize", "refine", "synthesize"])
-    builder.add_conditional_edges("refine", after_refine, ["assess", "summarize", "critique", "refine", "synthesize"])
-    builder.add_conditional_edges("assess", route, ["summarize", "critique", "refine", "synthesize"])
+    builder.add_conditional_edges("refine", after_refine, ["assess", "summarize", "propose", "critique", "refine",
+                                                           "synthesize"])
+    builder.add_conditional_edges("assess", route, ["summarize", "propose", "critique", "refine", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder
 

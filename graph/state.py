@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from langgraph.channels import DeltaChannel
 from typing_extensions import TypedDict
 
-from debate_engine.calls.spend import Spend
+from debate_engine.calls.spend import Spend, Tally
 from debate_engine.config.settings import RunSettings
 from debate_engine.memory.records import SummaryRecord, Turn
 
@@ -152,6 +152,14 @@ class ForkOrigin(TypedDict):
     """The round (the turn, in the roundtable) at whose end the fork was taken."""
     checkpoint: str
     """The id of the original's checkpoint the fork's first state was copied from."""
+    turns: NotRequired[int]
+    """The transcript turns the fork kept: its own turns follow them (absent in older forks)."""
+    summaries: NotRequired[int]
+    """The summary records the fork kept: its own summaries follow them."""
+    spent: NotRequired[Tally]
+    """What the kept part cost when the original made it; the fork's own ``spend`` starts at zero."""
+    running_s: NotRequired[float]
+    """How long the original ran to make the kept part."""
 
 
 class ConversationState(TypedDict):

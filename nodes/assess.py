@@ -36,17 +36,30 @@ def _rule(state: ConversationState) -> dict[str, Any]:
     return state["settings"].get("stop_rule") or {"type": "fixed"}
 
 
+def min_round(rule: dict[str, Any]) -> int:
+    """The first round after which the rule may stop the debate (``terminationCondition.minRound``).
+
+    A rule that names none (settings written by hand) takes the config's
+    defaults: 1 for ``quality``, which scores every round, 2 for ``convergence``.
+    """
+    return int(rule.get("min_round") or (1 if rule["type"] == "quality" else 2))
+
+
 def due(state: ConversationState) -> bool:
-    """Whether the round that just ended gets a judge's check: never after the last round, nor twice."""
+    """Whether the round that just ended gets a judge's check: never after the last round, nor twice.
+
+    Never before ``min_round`` either, whatever the rule: a check there could not
+    stop the debate, so it would be a call paid for nothing.
+    """
     rule, round_no = _rule(state), state["round"]
     if state.get("stopped") or state["phase"] != "refine" or round_no >= state["settings"]["rounds"]:
         return False
     if any(a["round"] == round_no for a in state.get("assessments") or []):
         return False
+    if rule["type"] not in ("quality", "convergence") or round_no < min_round(rule):
+        return False
     if rule["type"] == "quality":
         return True
-    if rule["type"] != "convergence" or round_no < rule.get("min_round", 2):
-        return False
     held = [t["position"] for t in final_positions(state).values()]  # type: ignore[typeddict-item]
     every = len(held) == len(state["settings"]["agents"])  # a seat with no position: only the judge can compare
     return not every or not all(p.get("answer") for p in held)  # short answers: compared exactly, no call
@@ -104,7 +117,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     if rule["type"] == "quality":
         threshold = rule.get("threshold") or QUALITY_THRESHOLD
         score = parsed.get("score")
-        record |= {"best": parsed.get("best"), "score": score, "threshold": threshold,
+        record |= {"best": parsed.get("best") or None, "score": score, "threshold": threshold,
                    "stop": isinstance(score, int) and score >= threshold}
     else:
         record |= {"converged": parsed.get("converged") is True, "stop": parsed.get("converged") is True}

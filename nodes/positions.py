@@ -3,8 +3,9 @@
 Every turn that takes a position (a proposal, a refinement, a roundtable
 message) is one structured call: the reply's prose plus a one-line position,
 the reason for it, a confidence and, when the problem has one, the short
-answer. Two positions are the same when their answers match (compared as
-numbers when they are numbers), else when their one-line positions match
+answer. Two positions are the same when their answers match (compared exactly
+as decimals when they are numbers: ``42``, ``42.0`` and ``4.2e1`` agree,
+``1234567`` and ``1234568`` do not), else when their one-line positions match
 word for word (case and spacing aside).
 """
 
@@ -22,6 +23,8 @@ from debate_engine.memory import Turn
 POSITION_KINDS = frozenset({"proposal", "refinement", "message"})
 """The turns that take a position."""
 POSITION_FIELDS = ("position", "reason", "confidence", "answer")
+NUMBER = re.compile(r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?")
+"""An answer that is a number: digits (commas only between groups of three), a decimal point, an exponent."""
 
 
 @lru_cache(maxsize=32)
@@ -46,12 +49,29 @@ def position_of(parsed: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def key_of(position: dict[str, Any]) -> str:
-    """What two positions are compared by: the answer (a number as a number), else the one-line position."""
+    """What two positions are compared by: the answer (a number by its exact value), else the one-line position."""
     answer = " ".join(str(position.get("answer") or "").split()).casefold().rstrip(".")
     if answer:
-        number = re.fullmatch(r"[-+]?\d[\d,]*(\.\d+)?", answer)
-        return f"answer:{float(answer.replace(',', '')):g}" if number else f"answer:{answer}"
+        return f"answer:{number_key(answer)}" if NUMBER.fullmatch(answer) else f"answer:{answer}"
     return "position:" + " ".join(str(position.get("position") or "").split()).casefold().rstrip(".")
+
+
+def number_key(text: str) -> str:
+    """A number's exact value as ``DIGITSeEXPONENT``, the same however it is spelled.
+
+    Read digit by digit, never as a float: ``:g`` kept six digits, so 1234567
+    and 1234568 were one answer. Trailing zeros move into the exponent, so
+    ``42``, ``42.0`` and ``4.2e1`` agree; no decimal context rounds a long
+    number or refuses a large exponent.
+    """
+    mantissa, _, exponent = text.replace(",", "").partition("e")
+    whole, _, fraction = mantissa.lstrip("+-").partition(".")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return "0"  # 0, 0.00 and -0 are one value
+    kept = digits.rstrip("0")
+    power = int(exponent or 0) - len(fraction) + len(digits) - len(kept)
+    return f"{'-' if mantissa.startswith('-') else ''}{kept}e{power}"
 
 
 def latest(transcript: list[Turn], before: int | None = None) -> dict[str, Turn]:

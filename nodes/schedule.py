@@ -17,6 +17,8 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
 
     Round 1 proposes; every round critiques (with two agents or more) and
     refines; a later round critiques the refinements of the round before.
+    A round that starts with agents who never proposed (added at a fork)
+    starts with their proposals.
     """
     phase, round_no = state["phase"], state["round"]
     many = len(state["settings"]["agents"]) > 1
@@ -31,10 +33,27 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
     if phase == "critique":
         return "refine", round_no
     if phase == "refine":
+        if round_no < state["settings"]["rounds"] and unproposed(state):
+            return "propose", round_no + 1
         if round_no < state["settings"]["rounds"]:
             return ("critique" if many else "refine"), round_no + 1
         return "synthesize", round_no
     return "done", round_no
+
+
+def unproposed(state: ConversationState) -> list[AgentProfile]:
+    """The agents with no proposal or refinement yet: every agent before round 1, and those added at a fork.
+
+    Walks back only until every agent is found: after a round, its refinements.
+    """
+    agents = state["settings"]["agents"]
+    waiting = {a["id"] for a in agents}
+    for turn in reversed(state.get("transcript") or []):
+        if not waiting:
+            break
+        if turn["kind"] in ("proposal", "refinement"):
+            waiting.discard(turn["speaker"])
+    return [a for a in agents if a["id"] in waiting]
 
 
 def step_key(step: Step, round_no: int) -> str:

@@ -134,6 +134,8 @@ def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[Su
     step, round_no = next_step({**state, "phase": name, "round": calls[0].round})  # type: ignore[typeddict-item]
     if step == "done" or state.get("stopped"):
         return []
+    if name == "refine" and may_stop_after(settings, round_no - 1):
+        return []  # a stop after this round would skip the step they are for: the summarize node makes them if it runs
     viewers = speakers(settings, step)
     if step != "synthesize":
         viewers.append(settings["judge"])  # the judge reads everything until it synthesizes
@@ -146,6 +148,12 @@ def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[Su
     made = jobs(state, [(p, dataclasses.replace(d, reason=d.reason + note))
                         for p, d in decisions(state, viewers, round_no, projected)], round_no)
     return [c for c in made if c.job.plan.turns or c.job.plan.fold]  # nothing to read yet: nothing to make
+
+
+def may_stop_after(settings: Any, round_no: int) -> bool:
+    """Whether the stop rule may end the debate after round ``round_no``: from its ``min_round``, before the last."""
+    rule = settings.get("stop_rule") or {"type": "fixed"}
+    return rule["type"] in ("convergence", "quality") and rule.get("min_round", 1) <= round_no < settings["rounds"]
 
 
 def projected_turn(seq: int, call: Call, longest: int | None) -> Turn:

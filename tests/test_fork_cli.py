@@ -93,10 +93,12 @@ def test_the_kept_turns_are_byte_identical_and_the_original_is_untouched(
 def test_no_call_of_the_kept_rounds_is_sent_again(which: str, request: pytest.FixtureRequest) -> None:
     run = request.getfixturevalue(which)
     assert "openai:model-a" not in {f"openai:{m}" for m in run["models"]}, "the original's model was asked again"
-    copied = run["fork"]["values"]["spend"]["total"]["calls"] - len(run["models"])
+    own = run["fork"]["values"]["spend"]["total"]["calls"]
+    kept = run["fork"]["values"]["forked_from"]["spent"]["calls"]
     original = run["before"]["values"]["spend"]["total"]["calls"]
     assert original == run["original_requests"]  # the spend counts what the server saw
-    assert 0 < copied < original  # the fork's spend holds the kept rounds' calls, and only those were not sent
+    assert own == len(run["models"])  # the fork's spend is its own calls, each sent once
+    assert 0 < kept < original  # the kept rounds' calls are the original's, counted apart and not sent again
 
 
 def test_the_fork_runs_on_its_own_settings(phases: dict[str, Any]) -> None:

@@ -26,6 +26,13 @@ def state(phase: str, round_no: int, *, agents: int = 2, rounds: int = 2, clarif
     }
 
 
+def proposed(agents: int) -> list[Any]:
+    """Round 1's proposals of agents ``a0``, ``a1``, ..."""
+    from tests.conftest import make_turn
+
+    return [make_turn(i, speaker=f"a{i}", kind="proposal", round_no=1) for i in range(agents)]
+
+
 def test_routers_are_pure_functions_of_plain_state() -> None:
     assert after_setup(state("setup", 0, clarify=True)) == "clarify"  # type: ignore[arg-type]
     assert after_setup(state("setup", 0, clarify=True, max_questions=0)) == "propose"  # type: ignore[arg-type]
@@ -34,8 +41,9 @@ def test_routers_are_pure_functions_of_plain_state() -> None:
     assert route(state("propose", 1)) == "critique"  # type: ignore[arg-type]
     assert route(state("propose", 1, agents=1)) == "refine"  # type: ignore[arg-type]
     assert route(state("critique", 1)) == "refine"  # type: ignore[arg-type]
-    assert route(state("refine", 1)) == "critique"  # type: ignore[arg-type]
-    assert route(state("refine", 1, agents=1)) == "refine"  # type: ignore[arg-type]
+    assert route(state("refine", 1, transcript=proposed(2))) == "critique"  # type: ignore[arg-type]
+    assert route(state("refine", 1, agents=1, transcript=proposed(1))) == "refine"  # type: ignore[arg-type]
+    assert route(state("refine", 1, agents=3, transcript=proposed(2))) == "propose"  # a2, added at a fork
     assert route(state("refine", 2)) == "synthesize"  # type: ignore[arg-type]
     assert after_summarize(state("propose", 1, summarized_for="1:critique")) == "critique"  # type: ignore[arg-type]
     assert after_summarize(state("refine", 2, summarized_for="2:synthesize")) == "synthesize"  # type: ignore[arg-type]

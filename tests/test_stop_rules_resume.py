@@ -46,7 +46,7 @@ def test_a_killed_quality_debate_resumes_with_its_positions_and_never_runs_the_s
     result = cli("resume", "k", "--db", str(db), "--output", str(out))
     assert result.returncode == 0, result.stderr
     values = json.loads(out.read_text())
-    assert values["settings"]["stop_rule"] == {"type": "quality", "min_round": 2, "threshold": 7}
+    assert values["settings"]["stop_rule"] == {"type": "quality", "min_round": 1, "threshold": 7}
     assert positions(values) == positions(reference)
     assert all(p for turn_id, p in positions(values) if turn_id.startswith(("proposal", "refinement")))
     assert max(t["round"] for t in values["transcript"]) == 1  # no round-2 turn on resume

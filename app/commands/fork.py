@@ -200,8 +200,11 @@ def _stopped(args: argparse.Namespace, signum: int, threads: list[str]) -> int:
 
 async def _run(db: str, graph: Any, point: Any, thread: str, values: dict[str, Any], quiet: bool,
                verbose: bool = False) -> dict[str, Any]:
-    """Write one fork and drive it to its end, holding its thread; its final values."""
-    from debate_engine.app.fork import write_fork
+    """Write one fork and drive it to its end, holding its thread; its final values.
+
+    Its final line counts its own calls and time; the kept rounds' line follows, apart.
+    """
+    from debate_engine.app.fork import kept_line, write_fork
     from debate_engine.app.persistence import athread_lock
     from debate_engine.app.progress import Progress
     from debate_engine.app.runner import drive
@@ -216,6 +219,9 @@ async def _run(db: str, graph: Any, point: Any, thread: str, values: dict[str, A
             progress.close()
     if not quiet:
         progress.finish(snapshot.values)
+        kept = kept_line(snapshot.values)
+        if kept:
+            print(kept, file=sys.stderr)
     return dict(snapshot.values)
 
 
