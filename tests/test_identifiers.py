@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from debate_engine.memory import count_tokens
-from debate_engine.memory.identifiers import fit, line, lift, merge, ranked
+from debate_engine.memory.identifiers import fit, lift, line, merge, ranked
 from tests.conftest import make_turn
 
 
