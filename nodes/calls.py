@@ -136,8 +136,11 @@ def request_of(call: Call) -> Request:
 def _reply(call: Call, answer: Answer) -> Reply:
     kept = answer.attempts[-1]
     prose = (answer.parsed or {}).get("reply")  # a debater's structured reply carries its prose as a field
+    # the prose is the reply's content: stored once, not again inside the parsed answer (the task's result is
+    # checkpointed beside the transcript's turn)
+    parsed = {k: v for k, v in answer.parsed.items() if k != "reply"} if answer.parsed is not None else None
     return Reply(agent_id=call.agent["id"], kind=call.kind, content=str(prose).strip() if prose else answer.text,
-                 parsed=answer.parsed, usage=kept["usage"], latency_ms=answer.latency_ms,
+                 parsed=parsed, usage=kept["usage"], latency_ms=answer.latency_ms,
                  truncated=answer.truncated, model=answer.model, attempts=answer.attempts, clamped=answer.clamped,
                  position=position_of(answer.parsed) if call.kind in POSITION_KINDS else None)
 
