@@ -84,8 +84,9 @@ class Solution(TypedDict):
     """False when the model could not give structured output and this is plain text."""
     verdict: NotRequired[dict[str, Any]]
     """The outcome a user weighs: ``method``, the winning ``position`` and ``answer``, ``agreement`` (the agents
-    holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``
-    and a ``confidence`` that says how it was computed."""
+    holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``,
+    a ``confidence`` that says how it was computed, and ``judge_answer`` (the judge's own short answer; None when
+    none was stated or no judge was asked)."""
 
 
 class Status(TypedDict):

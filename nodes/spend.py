@@ -28,7 +28,7 @@ def fits(state: ConversationState, wanted: Iterable[Reserve], keep_judge: bool =
     spent = state.get("spend") or empty_spend()
     tokens, dollars = spent["total"]["input_tokens"] + spent["total"]["output_tokens"], spent["total"]["cost"]
     calls: list[Reserve] = list(wanted)
-    if keep_judge:
+    if keep_judge and settings.get("protocol") != "sample":  # the sample graph (single, vote) has no judge
         judge = settings["judge"]
         prompt, answer = judge_floor(judge["context_window"], judge["max_output_tokens"])
         calls.append(((judge["model"], *judge.get("fallback_models", [])), prompt + judge_tools(judge), answer))

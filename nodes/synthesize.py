@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from pydantic import create_model, model_validator
+
 from debate_engine.calls.schemas import (
     CHARS_PER_TOKEN,
     Bounded,
-    answer_schema,
     chars_for,
     list_field,
     percent_field,
@@ -31,19 +32,44 @@ LISTS = {"key_decisions": "The main design decisions and why.",
          "cruxes": "The points the agents still dispute at the end."}
 
 
+class Judged(Bounded):
+    """The judge's solution as read: a server without a grammar may leave the short answer out."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _answer_optional_on_read(cls, data: Any) -> Any:
+        """Read a missing ``answer`` as none stated; the schema sent still requires it."""
+        return {"answer": "", **data} if isinstance(data, dict) else data
+
+
 @lru_cache(maxsize=32)
 def judge_schema(max_output_tokens: int) -> type[Bounded]:
-    """The judge's solution, every field required and sized so the whole answer fits its output budget."""
+    """The judge's solution, every field required and sized so the whole answer fits its budget.
+
+    ``answer`` is the judge's own short answer, bounded as a debater's is (``nodes/positions.py``):
+    without it a judged debate could only be scored by the agents' plurality, like a vote.
+    """
     count = min(5, max(1, max_output_tokens // 160))
     item = min(300, max(16, int(max_output_tokens * 0.4 * CHARS_PER_TOKEN / (len(LISTS) * count))))
-    return answer_schema(
-        "JudgeSolution", "The judge's synthesized solution.",
-        description=text_field("The solution, complete enough to build from.",
-                               chars_for(max_output_tokens, 0.25, floor=24)),
+    fields = dict(
+        description=text_field(
+            "The solution, complete enough to build from.",
+            chars_for(max_output_tokens, 0.25, floor=24),
+        ),
         **{name: list_field(what, count, item) for name, what in LISTS.items()},
         confidence=percent_field("Confidence in the solution."),
-        confidence_reasons=text_field("Why this confidence: what supports it, what undermines it.",
-                                      chars_for(max_output_tokens, 0.08, floor=16)),
+        confidence_reasons=text_field(
+            "Why this confidence: what supports it, what undermines it.",
+            chars_for(max_output_tokens, 0.08, floor=16),
+        ),
+        answer=text_field(
+            "The solution's short answer when the problem has one (a number, a choice, a word), "
+            "else empty.",
+            min(80, chars_for(max_output_tokens, 0.05, floor=12)),
+        ),
+    )
+    return create_model(  # type: ignore[call-overload, no-any-return]
+        "JudgeSolution", __base__=Judged, __doc__="The judge's synthesized solution.", **fields
     )
 
 
@@ -86,12 +112,22 @@ def recorded_note(state: ConversationState) -> str:
 
 
 def to_solution(reply: Reply) -> Solution:
-    """The judge's reply as a solution; plain text when it gave no structure."""
+    """The judge's reply as a solution; plain text when it gave no structure.
+
+    Its short answer goes to the verdict, beside the agents' (``judge_answer``), not here.
+    """
     if reply["parsed"] is not None:
-        return Solution(**{**reply["parsed"], "structured": True})  # type: ignore[typeddict-item]
+        parsed = {k: v for k, v in reply["parsed"].items() if k != "answer"}
+        return Solution(**{**parsed, "structured": True})  # type: ignore[typeddict-item]
     return Solution(
-        description=reply["content"], key_decisions=[], trade_offs=[], recommendations=[], open_risks=[], cruxes=[],
-        confidence=0, confidence_reasons="The model gave no structured answer; no confidence was stated.",
+        description=reply["content"],
+        key_decisions=[],
+        trade_offs=[],
+        recommendations=[],
+        open_risks=[],
+        cruxes=[],
+        confidence=0,
+        confidence_reasons="The model gave no structured answer; no confidence was stated.",
         structured=False,
     )
 
@@ -109,6 +145,8 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
 def render_solution(solution: Solution) -> str:
     """The solution as Markdown text, for the transcript and the terminal."""
     parts = [solution["description"]]
+    if answer := (solution.get("verdict") or {}).get("judge_answer"):
+        parts.append(f"Answer: {answer}")
     for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"),
                        ("Recommendations", "recommendations"), ("Open risks", "open_risks"), ("Cruxes", "cruxes")):
         items: list[str] = solution.get(key) or []  # type: ignore[assignment]

@@ -3,13 +3,15 @@
 The agents' final positions are counted whatever the synthesis method: the
 result always says who holds the winning position and keeps every dissenter's
 own position and reason verbatim. ``voting`` settles the outcome by the count
-(ties broken by the summed confidence, then by the order of the agents);
+(ties broken by the summed confidence, then by a draw seeded by the run);
 ``judge`` lets the judge synthesize with the positions in view; ``merge`` has
-the judge combine the final refinements only.
+the judge combine the final refinements only. The judge states its own short
+answer beside the count, which may differ from the agents' plurality.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from debate_engine.graph.state import ConversationState
@@ -24,16 +26,48 @@ def final_positions(state: ConversationState) -> dict[str, Turn]:
 
 
 def tally(state: ConversationState) -> list[dict[str, Any]]:
-    """The positions held at the end, most held first: ties by summed confidence, then by the agents' order."""
+    """The positions held at the end, most held first.
+
+    Ties go by summed confidence, then by a draw seeded by the run.
+    """
+    finals = final_positions(state)
     groups: dict[str, dict[str, Any]] = {}
-    for order, (agent, turn) in enumerate(final_positions(state).items()):
+    for agent, turn in finals.items():
         position = turn["position"]  # type: ignore[typeddict-item]
-        group = groups.setdefault(key_of(position), {"position": position["position"], "answer": position["answer"],
-                                                     "agents": [], "confidence": 0, "first": order})
+        group = groups.setdefault(
+            key_of(position),
+            {
+                "position": position["position"],
+                "answer": position["answer"],
+                "agents": [],
+                "confidence": 0,
+            },
+        )
         group["agents"].append(agent)
         group["confidence"] += int(position.get("confidence") or 0)
-    ranked = sorted(groups.values(), key=lambda g: (-len(g["agents"]), -g["confidence"], g["first"]))
-    return [{k: v for k, v in g.items() if k != "first"} for g in ranked]
+    seed = run_seed(state, finals)
+    ranked = sorted(
+        groups.items(),
+        key=lambda item: (-len(item[1]["agents"]), -item[1]["confidence"], draw(seed, item[0])),
+    )
+    return [group for _, group in ranked]
+
+
+def run_seed(state: ConversationState, finals: dict[str, Turn]) -> str:
+    """What seeds a run's tie-break: its problem and who holds what at the end.
+
+    Not the agents' order, which would hand every tie to the first agent (the first voter of a
+    vote), nor the clock: the same run always settles the same way, so a resumed run or a re-read
+    one agrees.
+    """
+    positions = {agent: turn.get("position") or {} for agent, turn in finals.items()}
+    held = "|".join(f"{agent}={key_of(position)}" for agent, position in positions.items())
+    return f"{state.get('problem', '')}|{held}"
+
+
+def draw(seed: str, key: str) -> str:
+    """A position's place in a tie: a hash of the run's seed and the position, uniform over ties."""
+    return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()
 
 
 def judge_note(state: ConversationState) -> str:
@@ -59,22 +93,49 @@ def merge_material(state: ConversationState) -> str:
 
 
 def verdict(state: ConversationState, judged: dict[str, Any] | None) -> dict[str, Any]:
-    """The outcome as a user weighs it: position, agreement, dissent, cruxes and a confidence that says its source."""
+    """The outcome as a user weighs it: position, agreement, dissent, cruxes, a sourced confidence.
+
+    ``answer`` is the agents' plurality; ``judge_answer`` the judge's own short answer (None when it
+    stated none, or when no judge was asked).
+    """
     votes, finals = tally(state), final_positions(state)
     method = state["settings"].get("synthesis", "judge")
+    judge_answer = " ".join(str((judged or {}).get("answer") or "").split()) or None
     if not votes:
-        return {"method": method, "position": None, "answer": None, "agreement": [], "dissent": [],
-                "cruxes": list((judged or {}).get("cruxes") or []), "votes": [],
-                "confidence": {"value": (judged or {}).get("confidence"), "how": "the judge's own (no positions)"}}
+        return {
+            "method": method,
+            "position": None,
+            "answer": None,
+            "judge_answer": judge_answer,
+            "agreement": [],
+            "dissent": [],
+            "cruxes": list((judged or {}).get("cruxes") or []),
+            "votes": [],
+            "confidence": {
+                "value": (judged or {}).get("confidence"),
+                "how": "the judge's own (no positions)",
+            },
+        }
     win = votes[0]
-    dissent = [{"agent": agent, "position": turn["position"]["position"],  # type: ignore[typeddict-item]
-                "reason": turn["position"]["reason"], "answer": turn["position"]["answer"]}  # type: ignore[typeddict-item]
-               for agent, turn in finals.items() if agent not in win["agents"]]
+    held: dict[str, Any] = {agent: turn.get("position") for agent, turn in finals.items()}
+    dissent = [
+        {"agent": agent, "position": p["position"], "reason": p["reason"], "answer": p["answer"]}
+        for agent, p in held.items()
+        if agent not in win["agents"]
+    ]
     share = round(100 * len(win["agents"]) / len(finals))
     judge_confidence = (judged or {}).get("confidence")
     how = f"agreement: {len(win['agents'])} of {len(finals)} agents hold the position"
     if judge_confidence is not None:
         how += f"; the judge's own: {judge_confidence}"
-    return {"method": method, "position": win["position"], "answer": win["answer"] or None,
-            "agreement": win["agents"], "dissent": dissent, "cruxes": list((judged or {}).get("cruxes") or []),
-            "votes": votes, "confidence": {"value": share, "judge": judge_confidence, "how": how}}
+    return {
+        "method": method,
+        "position": win["position"],
+        "answer": win["answer"] or None,
+        "judge_answer": judge_answer,
+        "agreement": win["agents"],
+        "dissent": dissent,
+        "cruxes": list((judged or {}).get("cruxes") or []),
+        "votes": votes,
+        "confidence": {"value": share, "judge": judge_confidence, "how": how},
+    }

@@ -86,6 +86,9 @@ def test_a_bad_tasks_file_exits_2_naming_the_line(tmp_path: Path, capsys: pytest
     (["--queue"], "--queue hands the runs to `debate worker`s, which share a PostgreSQL database"),
     (["--queue", "--jobs", "2", "--db", "postgresql://u@127.0.0.1:9/x"], "--jobs 2 with --queue: each worker's"),
     (["--queue", "--max-cost", "1", "--db", "postgresql://u@127.0.0.1:9/x"], "no cap over the whole comparison"),
+    (["--queue", "--max-tokens", "9000", "--db", "postgresql://u@127.0.0.1:9/x"],
+     "--max-tokens 9000 with --queue: the workers run the runs at once, so no cap over the whole"),
+    (["--max-tokens", "0"], "--max-tokens 0: give a positive number of tokens"),
 ])
 def test_bad_flags_exit_2_saying_what_is_valid(capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
     assert main(["compare", "builtin:arithmetic:2", "--model", "fake:solve=0.5", *argv]) == 2

@@ -47,9 +47,13 @@ def test_vote_is_sized_to_the_debates_tokens(tmp_path: Path) -> None:
 
 
 def test_a_fixed_budget_sizes_the_vote_from_single(tmp_path: Path) -> None:
-    figures = _by_label(_compare(tmp_path, "builtin:arithmetic:4", "--protocols", "single,vote", "--budget", "1000"))
+    # about six answers' worth: an even vote wastes a voter, so the odd size nearest it
+    figures = _by_label(
+        _compare(tmp_path, "builtin:arithmetic:4", "--protocols", "single,vote", "--budget", "1300")
+    )
     single = figures["single"]["tokens_per_task"]
-    assert figures["vote"]["label"] == f"vote-{round(1000 / single)}"
+    k = int(figures["vote"]["label"].split("-")[1])
+    assert k % 2 == 1 and abs(k * single - 1300) <= single, (k, single)
 
 
 def test_running_it_again_re_sends_no_call_and_gives_the_same_table(
@@ -84,17 +88,43 @@ def test_the_cost_cap_holds_over_the_whole_comparison(tmp_path: Path, jobs: str)
     assert all(r["answer"] is not None for r in found["runs"])
 
 
-def _stored(db: Path, thread: str) -> dict[str, Any]:
+def _stored(db: Path, thread: str, graph: str = "roundtable") -> dict[str, Any]:
     """A run's final state, read back from the comparison's database."""
     from debate_engine.app.persistence import open_checkpointer
     from debate_engine.app.runner import graph_for
 
     async def read() -> dict[str, Any]:
         async with open_checkpointer(str(db)) as saver:
-            return dict((await graph_for("roundtable", saver).aget_state({"configurable": {"thread_id": thread}}))
-                        .values)
+            return dict(
+                (
+                    await graph_for(graph, saver).aget_state(
+                        {"configurable": {"thread_id": thread}}
+                    )
+                ).values
+            )
 
     return asyncio.run(read())
+
+
+def test_debate_scores_the_judges_answer_and_debate_vote_the_agents_plurality(
+    tmp_path: Path,
+) -> None:
+    found = _compare(tmp_path, "builtin:arithmetic:10", "--protocols", "debate,debate-vote")
+    overruled = 0
+    for run in found["runs"]:
+        verdict = _stored(tmp_path / "c.sqlite", run["thread"], "debate")["solution"]["verdict"]
+        if run["protocol"] == "debate":
+            assert run["answer"] == verdict["judge_answer"], (
+                "a judged debate is scored by its judge"
+            )
+            overruled += verdict["judge_answer"] != verdict["answer"]
+        else:
+            assert verdict["method"] == "voting" and run["answer"] == verdict["answer"], (
+                "by the agents' count"
+            )
+    assert overruled > 0, (
+        "the judge's answer is its own: the debate row can differ from the plurality's"
+    )
 
 
 def test_a_roundtable_is_compared_with_its_accuracy_tokens_and_flips(
@@ -112,7 +142,8 @@ def test_a_roundtable_is_compared_with_its_accuracy_tokens_and_flips(
         values = _stored(tmp_path / "c.sqlite", run["thread"])
         messages = [t for t in values["transcript"] if t["kind"] == "message" and t.get("position")]
         assert values["settings"]["protocol"] == "roundtable" and len(messages) == 9
-        assert run["answer"] == values["solution"]["verdict"]["answer"]
+        judged = values["solution"]["verdict"]["judge_answer"]
+        assert run["answer"] == judged, "the judge's answer, not the agents' count"
         assert run["tokens"] == values["spend"]["total"]["input_tokens"] + values["spend"]["total"]["output_tokens"]
         said = {a: [t["position"]["answer"] for t in messages if t["speaker"] == a] for a in {t["speaker"]
                                                                                               for t in messages}}

@@ -11,8 +11,17 @@ from debate_engine.app.outputs import add_db, add_progress, check_outputs, load_
 
 TURNS_PER_AGENT = 3
 """The roundtable's turns when ``--turns`` is not given: each agent speaks three times."""
-DROPPED = ("problem", "problem_file", "thread_id", "clarify", "max_questions", "max_cost")
-"""``debate run`` options a comparison does not take: it brings its own problems and its own spend cap."""
+DROPPED = (
+    "problem",
+    "problem_file",
+    "thread_id",
+    "clarify",
+    "max_questions",
+    "max_tokens",
+    "max_cost",
+)
+"""``debate run`` options a comparison does not take: it brings its own problems and its own spend
+caps, which cover the whole comparison."""
 
 
 def register(sub: Any) -> None:
@@ -28,13 +37,10 @@ def register(sub: Any) -> None:
                      "debate-vote, roundtable (default single,vote,debate)")
     cmd.add_argument("--turns", type=int, help="roundtable: its turns, 1 to 10,000 (default 3 per agent); only "
                      "with roundtable in --protocols")
-    cmd.add_argument("--budget", help="tokens per task for vote: its k is the budget over single's tokens per "
-                     "answer; auto: the debate's mean (default auto when a debate and single are compared)")
-    cmd.add_argument("--votes", type=int, help="vote's k, fixed (instead of --budget)")
+    _add_vote_size(cmd)
     cmd.add_argument("--seeds", type=int, default=1, help="runs of each task per protocol, 1 to 100 (default 1)")
     cmd.add_argument("--jobs", type=int, help="runs at once, 1 to 256 (default 4; the embedded model: 1)")
-    cmd.add_argument("--max-cost", type=float, help="spend cap in US dollars over the whole comparison: no run "
-                     "starts once it is spent, and each run is capped by what is left")
+    _add_caps(cmd)
     cmd.add_argument("--resume", action="store_true", help="continue a stopped comparison (Ctrl-C exits 130): "
                      "finished runs are read back, never run again; refused when the database holds none of its "
                      "runs (the same command without it also continues)")
@@ -52,6 +58,37 @@ def register(sub: Any) -> None:
     cmd.set_defaults(problem=None, problem_file=None, clarify=False)
     add_progress(cmd)
     add_db(cmd)
+
+
+def _add_vote_size(cmd: argparse.ArgumentParser) -> None:
+    """``--budget`` and ``--votes``: the two ways to size the vote."""
+    cmd.add_argument(
+        "--budget",
+        help="tokens per task for vote: its k is the odd number nearest the budget over single's "
+        "tokens per answer; auto: the debate's mean, in dollars as billed when the runs are priced, "
+        "else in tokens (default auto when a debate and single are compared)",
+    )
+    cmd.add_argument(
+        "--votes",
+        type=int,
+        help="vote's k, fixed (instead of --budget); an even k breaks a tie by a seeded draw",
+    )
+
+
+def _add_caps(cmd: argparse.ArgumentParser) -> None:
+    """``--max-tokens`` and ``--max-cost``: both cap the whole comparison, never one run."""
+    after = "no run starts once it is spent, each run is capped by what is left, and a run it stops "
+    after += "is left out, never scored"
+    cmd.add_argument(
+        "--max-tokens",
+        type=int,
+        help=f"spend cap in prompt + completion tokens over the whole comparison: {after}",
+    )
+    cmd.add_argument(
+        "--max-cost",
+        type=float,
+        help=f"spend cap in US dollars over the whole comparison: {after}",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -99,9 +136,13 @@ def _check_queue(args: argparse.Namespace) -> None:
         raise UserError("--queue hands the runs to `debate worker`s, which share a PostgreSQL database: pass --db "
                         "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
                         "so leave --queue out to run the comparison here")
-    for flag, value, why in (("--jobs", args.jobs, "each worker's --concurrency sets the runs at once"),
-                             ("--max-cost", args.max_cost, "the workers run the runs at once, so no cap over the "
-                              "whole comparison can hold")):
+    whole = "the workers run the runs at once, so no cap over the whole comparison can hold"
+    checked = (
+        ("--jobs", args.jobs, "each worker's --concurrency sets the runs at once"),
+        ("--max-tokens", args.max_tokens, whole),
+        ("--max-cost", args.max_cost, whole),
+    )
+    for flag, value, why in checked:
         if value is not None:
             raise UserError(f"{flag} {value} with --queue: {why}; leave {flag} out, or leave --queue out to run here")
 
@@ -159,3 +200,5 @@ def _check_numbers(args: argparse.Namespace, budget: float | str | None) -> None
         raise UserError(f"--turns {args.turns}: give 1 to {MAX_ROUNDS:,} turns")
     if args.max_cost is not None and not args.max_cost > 0:
         raise UserError(f"--max-cost {args.max_cost}: give a positive amount of US dollars")
+    if args.max_tokens is not None and not args.max_tokens > 0:
+        raise UserError(f"--max-tokens {args.max_tokens}: give a positive number of tokens")

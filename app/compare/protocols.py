@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,8 @@ PROTOCOLS = ("single", "vote", "debate", "debate-vote", "roundtable")
 ``roundtable``: the turn-taking debate of N turns and its judge."""
 SAMPLED = ("single", "vote")
 DEFAULT_VOTES = 5
-MAX_VOTES = 1000
+MAX_VOTES = 999
+"""The largest vote a budget sizes: odd, like every size it gives."""
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,17 @@ def protocol(name: str, context: Any, sample_agent: str, votes: int = 1, roundta
     return Protocol(name, name, "debate", dataclasses.replace(context, synthesis_method=voting))
 
 
-def votes_for(budget: float, tokens_per_answer: float) -> int:
-    """The vote's k whose tokens per task come nearest ``budget``: k answers cost k times one answer."""
-    if tokens_per_answer <= 0:
+def votes_for(budget: float, per_answer: float) -> int:
+    """The odd k whose spend per task comes nearest ``budget``: k answers cost k times one answer.
+
+    Odd, because an even vote spends a voter on ties: with a fair draw for a tie, k + 1 voters
+    are right exactly as often as k. Halfway between two odd sizes, the smaller one (the budget is
+    a ceiling as much as a target).
+    """
+    if per_answer <= 0:
         return DEFAULT_VOTES
-    return max(1, min(MAX_VOTES, round(budget / tokens_per_answer)))
+    k = 2 * math.ceil((budget / per_answer - 1) / 2 - 0.5) + 1
+    return max(1, min(MAX_VOTES, k))
 
 
 def parse_budget(text: str | None) -> float | str | None:

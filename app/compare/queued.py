@@ -15,7 +15,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from debate_engine.app.compare.execute import Comparison, finished, record_of, show_progress
+from debate_engine.app.compare.execute import (
+    Comparison,
+    finished,
+    record_of,
+    show_progress,
+    spend_of,
+)
 from debate_engine.app.compare.protocols import Protocol
 from debate_engine.app.compare.tasks import Task
 
@@ -93,38 +99,55 @@ def failure(failed: dict[str, str], again: str) -> QueuedRunFailed:
     return QueuedRunFailed("\n  ".join(lines) + f"\nEvery finished call is kept; fix the cause, then {again}")
 
 
-async def run_protocol_queued(comparison: Comparison, protocol: Protocol, tasks: list[Task],
-                              seeds: int) -> list[dict[str, Any]]:
-    """Every (task, seed) run of ``protocol`` on the workers, in task order; finished runs are read back."""
-    runs = [(task, seed, comparison.thread(protocol, task, seed)) for task in tasks for seed in range(1, seeds + 1)]
+async def run_protocol_queued(
+    comparison: Comparison, protocol: Protocol, tasks: list[Task], seeds: int
+) -> list[dict[str, Any]]:
+    """Every scored (task, seed) run of ``protocol`` on the workers, in task order.
+
+    Finished runs are read back; a run its own spend cap stopped is left out.
+    """
+    runs = [
+        (task, seed, comparison.thread(protocol, task, seed))
+        for task in tasks
+        for seed in range(1, seeds + 1)
+    ]
     by_thread = {thread: (task, seed) for task, seed, thread in runs}
     records: dict[str, dict[str, Any]] = {}
 
     async def read(thread: str, values: dict[str, Any] | None = None) -> None:
         task, seed = by_thread[thread]
         values = values or await _values(comparison, protocol, thread)
+        tokens, cost = spend_of(values)
+        comparison.spent["tokens"] += tokens
+        comparison.spent["cost"] += cost
+        if values.get("stopped") == "budget":  # its own cap (the config's) stopped it: never scored
+            comparison.stopped = "budget"
+            return
         if not finished(values):
-            raise QueuedRunFailed(f"run {thread} ended on a worker without an answer; run the same command again")
+            raise QueuedRunFailed(
+                f"run {thread} ended on a worker without an answer; run the same command again"
+            )
         records[thread] = record_of(protocol, task, seed, thread, values)
-        comparison.spent["tokens"] += records[thread]["tokens"]
-        comparison.spent["cost"] += records[thread]["cost"]
         show_progress(comparison, protocol, len(records), len(runs))
 
     pending = []
     for task, _, thread in runs:
         values = await _values(comparison, protocol, thread)
-        if finished(values):
+        if ended(values):
             await read(thread, values)
         else:
             pending.append(job_of(protocol, task, thread))
     await submit(comparison.queue, pending)
     if pending and not comparison.quiet:
-        print(f"{protocol.label}: waiting for {len(pending)} run(s) on the queue; `debate worker`s run them",
-              file=sys.stderr)
+        print(
+            f"{protocol.label}: waiting for {len(pending)} run(s) on the queue; "
+            "`debate worker`s run them",
+            file=sys.stderr,
+        )
     failed = await wait(comparison.queue, [r.thread for r in pending], read)
     if failed:
         raise failure(failed, "run the same command again: it submits the failed runs again")
-    return [records[thread] for _, _, thread in runs]
+    return [records[thread] for _, _, thread in runs if thread in records]
 
 
 async def submit_protocol(comparison: Comparison, protocol: Protocol, tasks: list[Task], seeds: int) -> int:
@@ -133,9 +156,18 @@ async def submit_protocol(comparison: Comparison, protocol: Protocol, tasks: lis
     for task in tasks:
         for seed in range(1, seeds + 1):
             thread = comparison.thread(protocol, task, seed)
-            if not finished(await _values(comparison, protocol, thread)):
+            if not ended(await _values(comparison, protocol, thread)):
                 runs.append(job_of(protocol, task, thread))
     return await submit(comparison.queue, runs)
+
+
+def ended(values: dict[str, Any]) -> bool:
+    """A run a worker need not run again: finished, or stopped by its own spend cap (the config's).
+
+    With ``--queue`` no cap covers the comparison, so a run's cap is the config's, and running
+    the run again would only meet it again: it is read, left out, and not submitted.
+    """
+    return finished(values) or values.get("stopped") == "budget"
 
 
 def job_of(protocol: Protocol, task: Task, thread: str) -> Run:

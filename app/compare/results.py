@@ -11,28 +11,67 @@ MULTI_TURN = ("debate", "debate-vote", "roundtable")
 """The protocols whose agents answer more than once: the only ones with flips."""
 
 
-def summarise(protocol: str, label: str, runs: list[dict[str, Any]], baseline: list[dict[str, Any]] | None,
-              ) -> dict[str, Any]:
-    """One protocol's figures from its runs; ``baseline`` is the vote's runs, paired by task and seed."""
+def summarise(
+    protocol: str,
+    label: str,
+    runs: list[dict[str, Any]],
+    baseline: list[dict[str, Any]] | None,
+    planned: int | None = None,
+) -> dict[str, Any]:
+    """One protocol's figures from its scored runs; ``baseline`` is the vote's runs, paired by task.
+
+    ``planned`` is the runs asked for (tasks times seeds): those a spend cap stopped or never
+    started are left out, never scored, and counted as such.
+    """
     correct = [bool(r["correct"]) for r in runs]
     hits, tokens, cost = sum(correct), sum(r["tokens"] for r in runs), sum(r["cost"] for r in runs)
-    low, high = stats.bootstrap_interval(correct, tasks=[str(r["task"]) for r in runs])
+    low, high = stats.accuracy_interval(correct, [str(r["task"]) for r in runs])
     n = len(runs) or 1
     found: dict[str, Any] = {
-        "protocol": protocol, "label": label, "runs": len(runs), "correct": hits,
-        "accuracy": stats.accuracy(correct), "interval": [low, high],
-        "tokens_per_task": tokens / n, "cost_per_task": cost / n,
-        "tokens_per_correct": stats.per_correct(tokens, hits), "cost_per_correct": stats.per_correct(cost, hits),
+        "protocol": protocol,
+        "label": label,
+        "runs": len(runs),
+        "correct": hits,
+        "left_out": max(0, (planned or len(runs)) - len(runs)),
+        "accuracy": stats.accuracy(correct),
+        "interval": [low, high],
+        "tokens_per_task": tokens / n,
+        "cost_per_task": cost / n,
+        "tokens_per_correct": stats.per_correct(tokens, hits),
+        "cost_per_correct": stats.per_correct(cost, hits),
         "wall_s_per_task": sum(r["wall_s"] for r in runs) / n,
     }
     if baseline is not None:
-        theirs = {(r["task"], r["seed"]): bool(r["correct"]) for r in baseline}
-        pairs = [(bool(r["correct"]), theirs[(r["task"], r["seed"])]) for r in runs if (r["task"], r["seed"]) in theirs]
-        found["vs_vote"] = stats.mcnemar([a for a, _ in pairs], [b for _, b in pairs])
+        found["vs_vote"] = versus(runs, baseline)
     if protocol in MULTI_TURN:
-        found["flips"] = stats.flip_matrix([(bool(a), bool(b)) for r in runs for a, b in r["flips"]])
+        found["flips"] = stats.flip_matrix(
+            [(bool(a), bool(b)) for r in runs for a, b in r["flips"]]
+        )
         found["confidently_wrong_consensus"] = stats.confidently_wrong(runs)
     return found
+
+
+def versus(runs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> dict[str, Any]:
+    """The protocol against the vote on the tasks both answered: McNemar's test and the difference.
+
+    A task is one pair whatever its seeds: each side's seeds are combined into the task's share of
+    right runs first, so repeating a task's result over seeds never makes it look surer.
+    """
+    ours = stats.by_task([float(r["correct"]) for r in runs], [str(r["task"]) for r in runs])
+    theirs = stats.by_task(
+        [float(r["correct"]) for r in baseline], [str(r["task"]) for r in baseline]
+    )
+    both = [task for task in ours if task in theirs]
+    differences = [ours[task] - theirs[task] for task in both]
+    low, high = stats.bootstrap_interval(differences, tasks=both)
+    test = stats.mcnemar([ours[task] for task in both], [theirs[task] for task in both])
+    return {
+        **test,
+        "paired": "tasks",
+        "tasks": len(both),
+        "difference": sum(differences) / len(both) if both else 0.0,
+        "interval": [low, high],
+    }
 
 
 def _money(value: float | None) -> str:
@@ -43,26 +82,63 @@ def _count(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
-HEADER = ("| protocol | accuracy (95% CI) | tokens/task | $/task | tokens/correct | $/correct | s/task "
-          "| vs vote (wins/losses, p) | flips w→r / r→w / r→r / w→w | confidently wrong consensus |")
+HEADER = (
+    "| protocol | accuracy (95% CI) | tokens/task | $/task | tokens/correct | $/correct | s/task "
+    "| vs vote by task (won/lost, p; difference, 95% CI) | flips w→r / r→w / r→r / w→w "
+    "| confidently wrong consensus |"
+)
+METHOD = (
+    "Accuracy intervals: Wilson score, corrected at the edges, counting tasks (a task's seeds "
+    "are not independent draws). vs vote pairs tasks, a task's seeds combined first: McNemar's "
+    "exact test of the tasks each protocol did better on, and the difference in accuracy with a "
+    "bootstrap interval that resamples whole tasks."
+)
+"""How the figures were computed, printed under every table."""
 
 
-def markdown(summaries: list[dict[str, Any]], title: str) -> str:
-    """The comparison as a Markdown table, one row per protocol."""
-    rows = [f"## {title}", "", HEADER, "|" + "---|" * 10]
-    for s in summaries:
-        low, high = s["interval"]
-        versus = s.get("vs_vote")
-        flips = s.get("flips")
-        rows.append(" | ".join([
-            f"| {s['label']}", f"{s['accuracy']:.3f} ({low:.3f}-{high:.3f}), {s['correct']}/{s['runs']}",
-            _count(s["tokens_per_task"]), _money(s["cost_per_task"]), _count(s["tokens_per_correct"]),
-            _money(s["cost_per_correct"]), f"{s['wall_s_per_task']:.2f}",
-            f"{versus['wins']}/{versus['losses']}, p={versus['p']:.3g}" if versus else "-",
-            " / ".join(str(v) for v in flips.values()) if flips else "-",
-            f"{s['confidently_wrong_consensus']:.3f}" if "confidently_wrong_consensus" in s else "-",
-        ]) + " |")
-    return "\n".join(rows) + "\n"
+def markdown(summaries: list[dict[str, Any]], title: str, notes: list[str] | None = None) -> str:
+    """The comparison as a Markdown table, one row per protocol; how it was computed; ``notes``."""
+    rows = [f"## {title}", "", HEADER, "|" + "---|" * 10, *(_row(s) for s in summaries)]
+    return "\n".join([*rows, "", METHOD, *(notes or [])]) + "\n"
+
+
+def _row(summary: dict[str, Any]) -> str:
+    """One protocol's row of the table."""
+    flips = summary.get("flips")
+    consensus = summary.get("confidently_wrong_consensus")
+    cells = [
+        summary["label"],
+        _accuracy(summary),
+        _count(summary["tokens_per_task"]),
+        _money(summary["cost_per_task"]),
+        _count(summary["tokens_per_correct"]),
+        _money(summary["cost_per_correct"]),
+        f"{summary['wall_s_per_task']:.2f}",
+        _versus(summary.get("vs_vote")),
+        " / ".join(str(v) for v in flips.values()) if flips else "-",
+        "-" if consensus is None else f"{consensus:.3f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _accuracy(summary: dict[str, Any]) -> str:
+    """``0.650 (0.433-0.819), 13/20``, and how many runs a spend cap left out."""
+    low, high = summary["interval"]
+    text = f"{summary['accuracy']:.3f} ({low:.3f}-{high:.3f})" if summary["runs"] else "-"
+    text += f", {summary['correct']}/{summary['runs']}"
+    left_out = summary.get("left_out", 0)
+    return text + (f"; {left_out} left out" if left_out else "")
+
+
+def _versus(found: dict[str, Any] | None) -> str:
+    """``3/1, p=0.625; +0.100 (-0.050 to +0.250)``: the tasks won and lost, and the difference."""
+    if not found or not found["tasks"]:
+        return "-"
+    low, high = found["interval"]
+    return (
+        f"{found['wins']}/{found['losses']}, p={found['p']:.3g}; "
+        f"{found['difference']:+.3f} ({low:+.3f} to {high:+.3f})"
+    )
 
 
 def svg(summaries: list[dict[str, Any]], width: int = 560, height: int = 360) -> str:
