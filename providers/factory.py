@@ -89,8 +89,9 @@ def parse_spec(spec: str) -> ModelSpec:
     return ModelSpec(provider, rest)
 
 
-FAKE_PARAMS = ("words", "latency_ms", "summary_latency_ms", "structured", "fail", "solve", "conform")
-FAKE_USAGE = ("use words=N, latency_ms=N, summary_latency_ms=N, structured=false, fail=transport|invalid|summaries, "
+FAKE_PARAMS = ("words", "latency_ms", "summary_latency_ms", "structured", "fail", "solve", "conform", "grammar")
+FAKE_USAGE = ("use words=N, latency_ms=N, summary_latency_ms=N, structured=false, grammar=false, "
+              "fail=transport|invalid|summaries, "
               "solve=P or conform=C (P and C between 0 and 1)")
 
 
@@ -105,6 +106,8 @@ def _fake_params(rest: str) -> dict[str, str]:
         if key in ("words", "latency_ms", "summary_latency_ms") and not (value.isascii() and value.isdecimal()
                                                                          and low <= int(value) <= 1_000_000):
             raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
+        if key in ("structured", "grammar") and value.lower() not in ("true", "false"):
+            raise ModelConfigError(f"fake model parameter {item!r}: {key} must be true or false")
         if key in ("solve", "conform") and not _probability(value):
             raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a probability between 0 and 1")
         params[key] = value
@@ -164,6 +167,7 @@ def _build(
             fail=p.get("fail"),
             solve=float(p["solve"]) if "solve" in p else None,
             conform=float(p.get("conform", 0)),
+            grammar=p.get("grammar", "true").lower() != "false",
         )
     from langchain_openai import ChatOpenAI
 

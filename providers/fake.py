@@ -65,6 +65,9 @@ class FakeChatModel(BaseChatModel):
     """Probability of the right answer on an arithmetic problem; None: reply from the prompt's words."""
     conform: float = 0.0
     """Probability of taking the other agents' majority answer when a position turn shows one."""
+    grammar: bool = True
+    """Keep a structured answer within its schema's ``maxLength`` and ``maxItems``, as a grammar-constrained model
+    does; False writes past them, as a large model on a server without a grammar may."""
 
     @property
     def _llm_type(self) -> str:
@@ -147,7 +150,7 @@ class FakeChatModel(BaseChatModel):
                 parsed, error = None, ValueError("fake invalid output")
             else:
                 prompt = "\n".join(str(m.content) for m in messages)
-                parsed, error = _instance(schema, prompt, str(raw.content)), None
+                parsed, error = _instance(schema, prompt, str(raw.content), self.grammar), None
             if include_raw:
                 return {"raw": raw, "parsed": parsed, "parsing_error": error}
             if error:
@@ -178,8 +181,24 @@ def _words(prompt: str, n: int) -> str:
     return " ".join(sentences)
 
 
-def _instance(schema: type[BaseModel], prompt: str, text: str) -> BaseModel:
-    """Fill any Pydantic model from ``text``: strings, lists of strings, numbers."""
+def _within(field: Any, value: Any) -> Any:
+    """``value`` within the field's ``maxLength`` / ``maxItems``, as a grammar would stop the model."""
+    extra = getattr(field, "json_schema_extra", None)
+    extra = extra if isinstance(extra, dict) else {}
+    if isinstance(value, str) and "maxLength" in extra:
+        return _cut(value, int(extra["maxLength"]))
+    if isinstance(value, list) and "maxItems" in extra:
+        item = int((extra.get("items") or {}).get("maxLength", 10**9))
+        return [_cut(str(v), item) for v in value[: int(extra["maxItems"])]]
+    return value
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else (text[:limit].rsplit(" ", 1)[0] or text[:limit])
+
+
+def _instance(schema: type[BaseModel], prompt: str, text: str, grammar: bool = True) -> BaseModel:
+    """Fill any Pydantic model from ``text``: strings, lists of strings, numbers; within its bounds by default."""
     sentences = [s.strip() for s in text.split(".") if s.strip()]
     ids = list(dict.fromkeys(IDENTIFIER.findall(prompt)))
     values: dict[str, Any] = {}
@@ -200,6 +219,8 @@ def _instance(schema: type[BaseModel], prompt: str, text: str) -> BaseModel:
     stated = STATED.match(text)
     if stated and "answer" in values:  # the population's position: the number it states, as the answer field
         values["answer"], values["position"] = stated[1], f"The answer is {stated[1]}."
+    if grammar:
+        values = {name: _within(schema.model_fields.get(name), value) for name, value in values.items()}
     return schema.model_validate(values)
 
 

@@ -67,12 +67,15 @@ def test_a_choice_outside_its_choices_is_recorded_and_never_used_as_an_id() -> N
     assert schema.model_validate({"best": "kiss", "score": 7, "reason": "r"}).clamped == []
 
 
-def test_clamping_is_recorded_on_the_turn() -> None:
-    values = compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
-                                     context=Context(model="fake:words=80", agents="kiss", rounds=1,
-                                                     max_output_tokens=96))
-    synthesis = values["transcript"][-1]
+def test_an_answer_past_its_bounds_is_recorded_on_the_turn_and_kept_whole() -> None:
+    def run(model: str) -> dict:
+        return compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
+                                       context=Context(model=model, agents="kiss", rounds=1, max_output_tokens=96))
+
+    synthesis = run("fake:words=80,grammar=false")["transcript"][-1]  # no grammar: it writes past the bounds
     assert synthesis["kind"] == "synthesis" and "description" in synthesis["clamped"]
+    within = run("fake:words=80")["transcript"][-1]  # as a grammar-constrained model: within them
+    assert "clamped" not in within and len(within["content"]) < len(synthesis["content"])
 
 
 @pytest.fixture
