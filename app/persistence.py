@@ -208,7 +208,20 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, 
     status = channels.get("status")
     if status and channels.get("forked_from"):  # a fork names its origin in the same small read
         status = {**status, "forked_from": channels["forked_from"]}
+    unsettled = failed_tokens(found.pending_writes or [])
+    if status and unsettled:
+        status = {**status, "tokens": status.get("tokens", 0) + unsettled, "unsettled_tokens": unsettled}
     return status, waiting
+
+
+def failed_tokens(writes: Any) -> int:
+    """Tokens spent by calls that failed in an unfinished phase: kept as task results, charged to the debate's
+    spend (in dollars too) when the phase completes on resume, counted here at once."""
+    total = 0
+    for _, channel, value in writes:
+        if channel == "__return__" and isinstance(value, dict) and value.get("failed"):
+            total += sum((a.get("usage") or {}).get("total_tokens", 0) for a in value.get("attempts") or [])
+    return total
 
 
 @asynccontextmanager

@@ -202,8 +202,8 @@ def _figures(values: dict[str, Any]) -> list[str]:
         ("retries", f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "
                     "at the output limit asked again)"),
         ("failures", f"{f['failed_summaries']} failed summaries; {f['failed_requests']} requests that returned "
-                     "nothing (not charged; a call that fails after its retries stops the run, and resume makes it "
-                     "again)"),
+                     "nothing (refused ones bill nothing; one abandoned at its deadline is charged as estimated; a call "
+                     "that fails after its retries stops the run, and resume asks it again)"),
         ("cut at the output limit", cut),
         ("latency per call", f"mean {mean} s, max {top} s (model time, without queue time)"),
     ]

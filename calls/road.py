@@ -31,6 +31,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
+from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.slots import aslot, hold, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
 from debate_engine.memory.records import Usage
@@ -80,8 +81,9 @@ class Request:
     tags: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     max_requests: int = 0
-    """Most requests the call may send, over all its models (0: as many as the policy takes); what a spend
-    cap reserved for it. At the limit, an unparsed answer is handed back as it is and nothing is asked again."""
+    """Most billable requests the call may send, over all its models (0: as many as the policy takes); what a
+    spend cap reserved for it. At the limit, an unparsed answer is handed back as it is and nothing is asked
+    again. A request refused with an error bills nothing and does not count."""
 
 
 def most_requests(structured: bool, retry_empty: bool) -> int:
@@ -131,13 +133,13 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
     for spec in request.models:
         structured, retry_empty = request.schema is not None, request.retry_empty
         while True:
-            if request.max_requests and len(attempts) >= request.max_requests:
+            if _spent_all(request, attempts):
                 break  # the cap reserved no more: nothing is asked that it cannot hold
             result = yield spec, structured
             outcome = result.attempt["outcome"] if result.attempt else "unparsed"
             if result.attempt:
                 attempts.append(result.attempt)
-            at_limit = bool(request.max_requests) and len(attempts) >= request.max_requests
+            at_limit = _spent_all(request, attempts)
             if outcome == "unparsed" and (request.prose_fallback or not result.attempt) and not at_limit:
                 structured = False
             elif outcome in ("ok", "cut", "unparsed"):
@@ -152,6 +154,11 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
                 break
     last = attempts[-1]["error"] if attempts else "no model to ask"
     raise CallFailed(redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts)
+
+
+def _spent_all(request: Request, attempts: list[Attempt]) -> bool:
+    """Whether the call has sent every billable request its reserve holds (a refused request bills nothing)."""
+    return bool(request.max_requests) and sum(a["usage"] is not None for a in attempts) >= request.max_requests
 
 
 def _config(request: Request) -> RunnableConfig:
@@ -171,13 +178,18 @@ def _runnable(request: Request, spec: str, structured: bool, loop: int) -> Runna
     return runnable.with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
 
 
-def _result(request: Request, spec: str, structured: bool, out: Any, started: float) -> _Result:
-    """Classify what one request returned (a message, a structured dict or an error)."""
+def _result(request: Request, spec: str, structured: bool, out: Any, started: float, sent: bool = True) -> _Result:
+    """Classify what one request returned (a message, a structured dict or an error).
+
+    A request abandoned at its deadline may still be answered, and billed, by the provider: it is charged as it
+    may be billed (its prompt and its whole output allowance), marked ``estimated``. A failed one is not billed.
+    """
     ms = int((time.perf_counter() - started) * 1000)
     if isinstance(out, BaseException):
         outcome: Outcome = "timeout" if isinstance(out, TimeoutError) else "failed"
         why = redact(f"{type(out).__name__}: {out}")[:500]
-        return _Result(Attempt(model=spec, outcome=outcome, usage=None, latency_ms=ms, error=why), "", None, False)
+        usage = _abandoned(request) if outcome == "timeout" and sent else None
+        return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=why), "", None, False)
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
@@ -196,6 +208,14 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     else:
         outcome = "cut" if cut else "ok"
     return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error), text, parsed, cut)
+
+
+def _abandoned(request: Request) -> Usage:
+    """What a request abandoned at its deadline may be billed: its prompt (tools included) and all it may write."""
+    prompt = counted_usage(request.system + "\n" + request.user, "")["input_tokens"]
+    prompt += tool_tokens(request.schema) if request.schema is not None else 0
+    return Usage(input_tokens=prompt, output_tokens=request.max_tokens, total_tokens=prompt + request.max_tokens,
+                 estimated=True)
 
 
 class _Clock:
@@ -238,7 +258,7 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
     started, left = time.perf_counter(), clock.left(spec)
     if left <= 0:
         release()
-        return _result(request, spec, structured, _timeout(request), started)
+        return _result(request, spec, structured, _timeout(request), started, sent=False)
     # The request runs in a helper thread so that the deadline can stop waiting for it; the slot is released
     # when the request is closed (answered, failed, or given up by its client), not when we stop waiting.
     pool = ThreadPoolExecutor(max_workers=1)
@@ -276,9 +296,9 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         if runnable is None:
             return _Result(None, "", None, False)
         started, left = time.perf_counter(), clock.left(spec)
+        if left <= 0:
+            return _result(request, spec, structured, _timeout(request), started, sent=False)
         try:
-            if left <= 0:
-                raise _timeout(request)
             prompt = messages(request.system, request.user, spec)
             out: Any = await asyncio.wait_for(runnable.ainvoke(prompt, _config(request)), left)
         except TimeoutError:

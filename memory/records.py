@@ -38,6 +38,9 @@ class Usage(TypedDict):
     """Prompt tokens the provider read from its prompt cache, billed at its cache price; absent: none."""
     cache_write_tokens: NotRequired[int]
     """Prompt tokens the provider wrote to its cache (Anthropic bills them above the input price); absent: none."""
+    estimated: NotRequired[bool]
+    """True for a request abandoned at its deadline: charged as the provider may bill it (its prompt and its whole
+    output allowance), since no usage came back."""
 
 
 class TurnView(TypedDict):

@@ -18,7 +18,7 @@ from langgraph.config import get_config
 from langgraph.func import task
 from pydantic import BaseModel
 
-from debate_engine.calls import Answer, Attempt, Request, aask, ask
+from debate_engine.calls import Answer, Attempt, CallFailed, Request, aask, ask
 from debate_engine.calls.road import most_requests
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import Reserve, worst_case
@@ -54,6 +54,8 @@ class Call:
     """The debate's problem, which a person's question shows on its own."""
     requests: int = 0
     """Most requests the call may send (0: all the road's policy may take); one when a cap has no more room."""
+    token: str = ""
+    """The phase run it belongs to: a failed reply names it, so a resumed phase knows a failure as an old one."""
 
     @property
     def most_requests(self) -> int:
@@ -103,6 +105,10 @@ class Reply(TypedDict):
     """Fields of the structured answer clipped or clamped to fit its schema."""
     position: NotRequired[dict[str, Any] | None]
     """The position a debater's structured reply states (None: it gave none)."""
+    failed: NotRequired[str]
+    """Why the call failed after every retry and fallback; its ``attempts`` are what it spent."""
+    token: NotRequired[str]
+    """The phase run that made it (``Call.token``): a failure of an earlier run is asked again on resume."""
 
 
 PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
@@ -162,12 +168,22 @@ def person_reply(call: Call) -> Reply:
                  position=position if call.kind in POSITION_KINDS else None)
 
 
+def failed_reply(call: Call, exc: CallFailed) -> Reply:
+    """A call that failed, as a task result: stored in the checkpoint with what its attempts spent, so that the
+    phase charges them once it completes (the phase itself stops the run; resume asks the call again)."""
+    return Reply(agent_id=call.agent["id"], kind=call.kind, content="", parsed=None, usage=None, latency_ms=0,
+                 truncated=False, model=None, attempts=list(exc.attempts), failed=str(exc), token=call.token)
+
+
 @task(name="model_call")  # type: ignore[arg-type]
 def model_call(call: Call) -> Reply:
     """Run one call on the road (from a thread, under ``invoke``); a person's seat is asked instead."""
     if is_human(call.agent):
         return _announce(call, person_reply(call))
-    return _announce(call, _reply(call, ask(request_of(call))))
+    try:
+        return _announce(call, _reply(call, ask(request_of(call))))
+    except CallFailed as exc:
+        return failed_reply(call, exc)
 
 
 @task(name="model_call")  # type: ignore[arg-type]
@@ -175,7 +191,22 @@ async def amodel_call(call: Call) -> Reply:
     """The async twin of :func:`model_call`: cancellable while the request is in flight."""
     if is_human(call.agent):
         return _announce(call, person_reply(call))
-    return _announce(call, _reply(call, await aask(request_of(call))))
+    try:
+        return _announce(call, _reply(call, await aask(request_of(call))))
+    except CallFailed as exc:
+        return failed_reply(call, exc)
+
+
+def failed(result: Any) -> bool:
+    """Whether a task's result is a call that failed."""
+    return isinstance(result, dict) and bool(result.get("failed"))
+
+
+def after(earlier: Reply, result: Any) -> Any:
+    """A call asked again after an earlier failure: its reply, carrying the earlier attempts (they were paid)."""
+    if not isinstance(result, dict):
+        return result
+    return {**result, "attempts": [*earlier.get("attempts", []), *result.get("attempts", [])]}
 
 
 def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:

@@ -16,7 +16,9 @@ phase's own update.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import wait
 from typing import Any
@@ -24,9 +26,10 @@ from typing import Any
 from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphInterrupt
 
+from debate_engine.calls.road import CallFailed
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
-from debate_engine.nodes.calls import Call, amodel_call, model_call
+from debate_engine.nodes.calls import Call, after, amodel_call, failed, model_call
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.spend import fits, spend_figures
 from debate_engine.nodes.status import emit
@@ -129,6 +132,76 @@ def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], 
     return update
 
 
+def _tokened(calls: Sequence[Any], token: str) -> list[Any]:
+    """The calls, each naming this run of the phase (a failure it returns then says which run it was)."""
+    return [dataclasses.replace(c, token=token) if isinstance(c, Call) else c for c in calls]
+
+
+def _again(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any],
+           token: str) -> list[tuple[int, Any]] | dict[str, Any] | None:
+    """The calls to ask again: those whose failure an earlier run of the phase left (this is a resume).
+
+    Their failed attempts were paid: the cap must hold them and the new requests. When it holds no request
+    more, the debate stops (``budget``) with every paid attempt charged; when it holds one, only one is sent.
+    Returns None when there is nothing to ask again, the calls with their index, or the update that stops the
+    debate.
+    """
+    stale = [i for i, r in enumerate(results) if failed(r) and r.get("token") != token]
+    if not stale:
+        return None
+    paid = charge(state.get("spend") or empty_spend(), [item for i in stale for item in calls[i].charge(results[i])],
+                  state["settings"].get("prices", {}))
+    seen = {**state, "spend": paid}
+    wanted = [calls[i] for i in stale]
+    if not fits(seen, [r for c in wanted for r in c.reserve()[:1]]):
+        return _stopped(name, state, calls, results)
+    full = fits(seen, [r for c in wanted for r in c.reserve()])
+    return [(i, calls[i] if full else calls[i].without_retries()) for i in stale]
+
+
+def _retried(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str,
+             run: Any) -> list[Any] | dict[str, Any]:
+    """The results with every failure an earlier run left asked again (in waves, so that a resumed phase finds
+    each retry's task where it was); a failure of this run raised; or the update that stops at the cap."""
+    while (again := _again(name, state, calls, results, token)) is not None:
+        if isinstance(again, dict):
+            return again
+        futures = {i: run(c) for i, c in again}
+        results = [after(r, _held(futures[i].result)) if i in futures else r for i, r in enumerate(results)]
+    _raise_failure(results, token)
+    return results
+
+
+async def _aretried(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str,
+                    run: Any) -> list[Any] | dict[str, Any]:
+    """The async twin of :func:`_retried`."""
+    while (again := _again(name, state, calls, results, token)) is not None:
+        if isinstance(again, dict):
+            return again
+        answers = await asyncio.gather(*(_aheld(run(c)) for _, c in again))
+        retried = {i: answer for (i, _), answer in zip(again, answers, strict=True)}
+        results = [after(r, retried[i]) if i in retried else r for i, r in enumerate(results)]
+    _raise_failure(results, token)
+    return results
+
+
+def _stopped(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any]) -> dict[str, Any]:
+    """Stop at the cap inside a phase: nothing is applied, everything its calls paid for is charged."""
+    paid = [(c, r) for c, r in zip(calls, results, strict=True) if isinstance(r, dict)]
+    update = _settle(state, [c for c, _ in paid], [r for _, r in paid], {"stopped": "budget"})
+    total = update["spend"]["total"]
+    emit({"event": "budget_stop", "phase": name, "round": state.get("round", 0),
+          "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"]})
+    return update
+
+
+def _raise_failure(results: list[Any], token: str) -> None:
+    """Stop the run on a call that failed in this run of the phase (exit 3); resume asks it again."""
+    for result in results:
+        if failed(result) and result.get("token") == token:
+            raise CallFailed(result["failed"], result.get("attempts", []))
+
+
 def _held(result: Callable[[], Any]) -> Any:
     """A call's result, or the question it asks a person: held until the phase's other calls have finished."""
     try:
@@ -179,13 +252,17 @@ def phase_node(
         calls, extra, stop = _planned(name, state, plan)
         if stop is not None:
             return stop
-        started = time.monotonic()
+        started, token = time.monotonic(), uuid.uuid4().hex
+        calls = _tokened(calls, token)
         own, beside = [sync_task(c) for c in calls], [SUMMARY_TASKS[0](s) for s in extra]
         try:
-            results = [_held(f.result) for f in own]
+            results = _retried(name, state, calls, [_held(f.result) for f in own], token, sync_task)
         except Exception:
             wait(beside)  # see _settled: what the provider answered beside the phase is kept
             raise
+        if isinstance(results, dict):  # the cap holds no second try: stopped, every paid attempt charged
+            wait(beside)
+            return results
         return _finish(name, state, apply, (calls, extra), asked(results + [_held(f.result) for f in beside]), started)
 
     async def arun(state: ConversationState) -> dict[str, Any]:
@@ -193,14 +270,18 @@ def phase_node(
         calls, extra, stop = await asyncio.to_thread(lambda: _planned(name, state, plan))
         if stop is not None:
             return stop
-        started = time.monotonic()
+        started, token = time.monotonic(), uuid.uuid4().hex
+        calls = _tokened(calls, token)
         own = asyncio.gather(*(_aheld(async_task(c)) for c in calls))
         beside = asyncio.gather(*(_aheld(SUMMARY_TASKS[1](s)) for s in extra), return_exceptions=True)
         try:
-            results = list(await own)
+            results = await _aretried(name, state, calls, list(await own), token, async_task)
         except Exception:
             await beside
             raise
+        if isinstance(results, dict):
+            await beside
+            return results
         return _finish(name, state, apply, (calls, extra), asked(results + _settled(await beside)), started)
 
     run.__name__ = arun.__name__ = name

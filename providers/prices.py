@@ -43,7 +43,9 @@ def family(spec: str) -> str | None:
     return None
 
 
-def with_cache_ratios(spec: str, price: ModelPrice) -> ModelPrice:
+def with_cache_ratios(
+    spec: str, price: ModelPrice, keys: tuple[str, ...] = ("cache_read", "cache_write")
+) -> ModelPrice:
     """Fill the cache prices the list gave only as the input price, by the family's published ratio; say so."""
     ratios = CACHE_RATIOS.get(family(spec) or "")
     if ratios is None:
@@ -51,7 +53,7 @@ def with_cache_ratios(spec: str, price: ModelPrice) -> ModelPrice:
     out = ModelPrice(**price)  # type: ignore[typeddict-item]
     estimated = []
     for key, ratio in zip(("cache_read", "cache_write"), ratios, strict=True):
-        if ratio != 1.0 and out.get(key, out["input"]) == out["input"]:
+        if key in keys and ratio != 1.0 and out.get(key, out["input"]) == out["input"]:
             out[key] = round(out["input"] * ratio, 9)  # type: ignore[literal-required]
             estimated.append(key)
     if estimated:
@@ -62,7 +64,9 @@ def with_cache_ratios(spec: str, price: ModelPrice) -> ModelPrice:
 def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
     """The price of ``spec``: the config's entry, else genai-prices, else None when nobody knows it."""
     if overrides and spec in overrides:
-        return with_cache_ratios(spec, overrides[spec])  # a cache price the config states is kept
+        # The config's prices stand as stated; only a cache write it leaves out is estimated (where the family's
+        # costs more than input, as Anthropic's does), so that a cap still counts it at what the provider bills.
+        return with_cache_ratios(spec, overrides[spec], keys=("cache_write",))
     parsed = parse_spec(spec)
     if parsed.provider in FREE_PROVIDERS:
         return ModelPrice(input=0.0, output=0.0)

@@ -23,9 +23,11 @@ def test_anthropic_cache_prices_come_from_its_published_ratio_and_are_marked_est
     assert price["estimated"] == ["cache_read", "cache_write"]
 
 
-def test_a_cache_price_the_config_states_is_kept() -> None:
+def test_the_config_s_prices_stand_and_only_a_dearer_cache_write_it_leaves_out_is_estimated() -> None:
     price = price_of(SONNET, {SONNET: {"input": 3.0, "output": 15.0, "cache_read": 0.2}})
     assert price is not None and price["cache_read"] == 0.2 and price["estimated"] == ["cache_write"]
+    assert price_of("openai:my-finetune", {"openai:my-finetune": {"input": 2.0, "output": 8.0}}) == {
+        "input": 2.0, "output": 8.0}
 
 
 def test_a_known_cache_price_is_not_estimated() -> None:

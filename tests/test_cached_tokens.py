@@ -195,9 +195,7 @@ def test_a_config_price_may_give_cache_rates_and_a_misspelt_one_is_refused(tmp_p
     def prices(entry: dict[str, float]) -> Any:
         return resolve(Context(model=MODEL, config_file=config(tmp_path, entry)))["prices"][MODEL]
 
-    # no cache price given: the family's published ratio (OpenAI's read at half the input price), marked estimated
-    assert prices({"input": 1.0, "output": 2.0}) == {"input": 1.0, "output": 2.0, "cache_read": 0.5,
-                                                     "estimated": ["cache_read"]}
+    assert prices({"input": 1.0, "output": 2.0}) == {"input": 1.0, "output": 2.0}  # cached: at the input price
     assert prices({"input": 1.0, "output": 2.0, "cacheRead": 0.1, "cacheWrite": 1.25}) == {
         "input": 1.0, "output": 2.0, "cache_read": 0.1, "cache_write": 1.25}
     with pytest.raises(ConfigError, match=r"prices\['openai:m'\]\.cacheReads: unknown key 'cacheReads'; "
