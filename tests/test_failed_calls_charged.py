@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine.app.cli import main
