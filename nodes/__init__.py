@@ -7,8 +7,9 @@ from debate_engine.nodes.moderate import moderate
 from debate_engine.nodes.propose import propose
 from debate_engine.nodes.refine import refine
 from debate_engine.nodes.setup import setup
+from debate_engine.nodes.solution import JudgeSolution
 from debate_engine.nodes.summarize import SummarizationAborted, summarize_node
-from debate_engine.nodes.synthesize import JudgeSolution, render_solution, synthesize
+from debate_engine.nodes.synthesize import render_solution, synthesize
 from debate_engine.nodes.turn import turn
 
 __all__ = [

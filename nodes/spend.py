@@ -16,6 +16,7 @@ from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, Tally, cached, dearest, empty_spend, judge_floor
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
+from debate_engine.nodes.solution import judge_schema
 from debate_engine.providers.prices import cost
 
 
@@ -59,8 +60,6 @@ def left_for_judge(state: ConversationState) -> int | None:
 
 def judge_tools(judge: AgentProfile) -> int:
     """Prompt tokens of the synthesis's tool definition, which the provider bills with its prompt."""
-    from debate_engine.nodes.synthesize import judge_schema  # the synthesis imports this module
-
     return tool_tokens(judge_schema(judge["max_output_tokens"]))
 
 

@@ -95,10 +95,6 @@ async def run_protocol(
 
     Runs a cap stopped or left unstarted are missing.
     """
-    if comparison.queue is not None:
-        from debate_engine.app.compare.queued import run_protocol_queued
-
-        return await run_protocol_queued(comparison, protocol, tasks, seeds)
     # Under a cap the runs go one at a time: each may spend all that is left, and none spends another's share.
     gate = asyncio.Semaphore(1 if comparison.capped else comparison.jobs)
     total, done = len(tasks) * seeds, [0]

@@ -15,6 +15,7 @@ from typing import Any
 from debate_engine.app.compare import results
 from debate_engine.app.compare.execute import Comparison, run_protocol
 from debate_engine.app.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
+from debate_engine.app.compare.queued import run_protocol_queued
 from debate_engine.app.compare.tasks import Task
 from debate_engine.app.errors import EXIT_OK, UserError
 
@@ -114,7 +115,8 @@ async def _run_all(
             votes, sized = _votes(args, budget, runs)
             notes.append(sized)
         chosen = protocol(key, context, sample_agent(args), votes, roundtable)
-        runs[key] = (chosen, await run_protocol(comparison, chosen, tasks, args.seeds))
+        run = run_protocol if comparison.queue is None else run_protocol_queued  # workers run a queued comparison
+        runs[key] = (chosen, await run(comparison, chosen, tasks, args.seeds))
     return runs, notes
 
 
