@@ -49,7 +49,7 @@ lint: $(BIN)/.dev ## ruff and mypy
 	$(BIN)/ruff check graph nodes memory prompts providers calls config app debate_engine tests bench
 	@# mypy cannot follow the editable install's import hook for package-dir mappings: give it the tree as installed.
 	@rm -rf build/typecheck && mkdir -p build/typecheck/debate_engine
-	@ln -s ../../../debate_engine/__init__.py build/typecheck/debate_engine/__init__.py
+	@for f in debate_engine/*.py; do ln -s ../../../$$f build/typecheck/$$f; done
 	@for d in app calls config graph memory nodes prompts providers; do ln -s ../../../$$d build/typecheck/debate_engine/$$d; done
 	$(BIN)/mypy
 

@@ -27,25 +27,12 @@ from typing import Any
 
 from debate_engine import __version__
 from debate_engine.app.commands import COMMANDS
-from debate_engine.app.errors import (
-    EXIT_BROKEN_PIPE,
-    EXIT_INPUT,
-    EXIT_INTERRUPTED,
-    EXIT_OUTPUT,
-    EXIT_PROVIDER,
-    EXIT_STORAGE,
-    EXIT_SUMMARY,
-    EXIT_TERMINATED,
-    OutputFailed,
-    UserError,
-)
+from debate_engine.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_OUTPUT, DebateError
 from debate_engine.providers.secrets import redact_logs
 
 NOTES = "debate.note"
 """The logger of notes a user should see unless ``--quiet`` (the embedded model's start): plain lines on stderr."""
 
-STORAGE_HINT = "The turns saved before the failure are kept; when the database works again,"
-"""What a storage failure leaves: not the turn whose write failed, which the resume makes again."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,45 +110,27 @@ def _short(message: str) -> str:
 
 
 def _failure(exc: BaseException, args: argparse.Namespace) -> int:
-    from debate_engine.app.persistence import StorageFailure
-    from debate_engine.app.runner import Stopped
-    from debate_engine.nodes.summarize import SummarizationAborted
-    from debate_engine.providers.errors import is_provider_error
-    from debate_engine.providers.local_server import LocalModelError
+    """Print the failure for the user and return its exit code: by the one error base alone.
+
+    A provider's own error that escaped the call road (a client's, an HTTP library's) is a provider failure too;
+    any other exception is a bug, raised with its traceback.
+    """
+    from debate_engine.providers.errors import ProviderError, is_provider_error
     from debate_engine.providers.secrets import redact
 
-    if _is_input_error(exc):
-        problems = [_short(p) for p in getattr(exc, "problems", None) or [str(exc)]]
+    if not isinstance(exc, DebateError):
+        if not is_provider_error(exc):
+            raise exc
+        exc = ProviderError(str(exc))
+    if exc.code == EXIT_INPUT:
+        problems = [_short(p) for p in exc.lines()]
         text = "\n  ".join(["invalid input:", *problems] if len(problems) > 1 else problems)
         print(redact(f"error: {text}"), file=sys.stderr)
-        return EXIT_INPUT
-    if isinstance(exc, OutputFailed):
-        print(redact(_short(f"error: {exc}")), file=sys.stderr)
-        return EXIT_OUTPUT
-    hint = "Every finished turn is saved;"
-    if isinstance(exc, Stopped):
-        code, message = (EXIT_INTERRUPTED, "interrupted") if exc.signum == 2 else (EXIT_TERMINATED, "terminated")
-    elif isinstance(exc, StorageFailure):
-        code, message, hint = EXIT_STORAGE, str(exc), STORAGE_HINT
-    elif isinstance(exc, SummarizationAborted):
-        code, message = EXIT_SUMMARY, str(exc)
-    elif isinstance(exc, LocalModelError):
-        code, message = EXIT_PROVIDER, f"the embedded model failed: {exc}"
-    elif is_provider_error(exc):
-        code, message = EXIT_PROVIDER, f"the model provider failed: {exc}"
+    elif exc.code == EXIT_OUTPUT:
+        print(redact(_short(f"error: {exc.message()}")), file=sys.stderr)
     else:
-        raise exc
-    print(redact(_short(f"error: {message}{_resume_hint(args, hint)}")), file=sys.stderr)
-    return code
-
-
-def _is_input_error(exc: BaseException) -> bool:
-    from debate_engine.app.persistence import StorageError
-    from debate_engine.config.resolve import ConfigError
-    from debate_engine.memory.budget import BudgetError
-    from debate_engine.providers.factory import ModelConfigError
-
-    return isinstance(exc, UserError | ConfigError | ModelConfigError | StorageError | BudgetError)
+        print(redact(_short(f"error: {exc.message()}{_resume_hint(args, exc.kept)}")), file=sys.stderr)
+    return exc.code
 
 
 def _resume_hint(args: argparse.Namespace, lead: str) -> str:

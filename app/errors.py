@@ -1,27 +1,39 @@
-"""Exit codes, and the error a user's own mistake raises."""
+"""Exit codes, and the errors a user's own mistake or a failed output raises (on the one base)."""
 
 from __future__ import annotations
 
-EXIT_OK = 0
-EXIT_INPUT = 2
-"""Bad input or configuration: nothing ran."""
-EXIT_PROVIDER = 3
-"""A model provider failed after retries; finished turns are kept and the debate resumes."""
-EXIT_SUMMARY = 4
-"""A summary failed and ``abortOnFailure`` is set."""
-EXIT_STORAGE = 5
-"""The database failed during a run (disk full, server gone); what was saved stays and the debate resumes."""
-EXIT_OUTPUT = 6
-"""An output file could not be written at the end (disk full); the debate is saved and can be written again."""
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143
-EXIT_BROKEN_PIPE = 141
-"""Stdout was closed by the reader (``| head``), as a shell reports SIGPIPE."""
+from debate_engine.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_OUTPUT,
+    EXIT_PROVIDER,
+    EXIT_STORAGE,
+    EXIT_SUMMARY,
+    EXIT_TERMINATED,
+    InputError,
+    OutputTrouble,
+)
+
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_OUTPUT",
+    "EXIT_PROVIDER",
+    "EXIT_STORAGE",
+    "EXIT_SUMMARY",
+    "EXIT_TERMINATED",
+    "OutputFailed",
+    "UserError",
+]
 
 
-class UserError(Exception):
+class UserError(InputError):
     """A mistake in the command line's input; exits 2 with its message."""
 
 
-class OutputFailed(Exception):
+class OutputFailed(OutputTrouble):
     """An output could not be written after the work was done; exits 6 and says how to write it again."""

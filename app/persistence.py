@@ -22,6 +22,8 @@ from typing import IO, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from debate_engine.errors import InputError, StorageTrouble
+
 # Each step jumps to the next thread id through the primary-key index: the
 # time grows with the number of threads, not with the checkpoints they hold.
 THREADS_SQL = """
@@ -34,7 +36,7 @@ SELECT id FROM t WHERE id IS NOT NULL
 """
 
 
-class StorageError(RuntimeError):
+class StorageError(InputError, RuntimeError):
     """The checkpoint database cannot be used; the message says why and what to do."""
 
 
@@ -42,7 +44,7 @@ class ThreadBusy(StorageError):
     """Another process is running this debate."""
 
 
-class StorageFailure(RuntimeError):
+class StorageFailure(StorageTrouble, RuntimeError):
     """The database failed after it was opened (disk full, server gone): what was saved before stays."""
 
 

@@ -20,16 +20,26 @@ from langgraph.types import Command, Interrupt
 from debate_engine.app.errors import UserError
 from debate_engine.app.human import answer_turn, is_person_question
 from debate_engine.app.progress import Progress
+from debate_engine.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, DebateError
 
 T = TypeVar("T")
 
 
-class Stopped(Exception):
+class Stopped(DebateError):
     """The run was stopped by a signal; ``signal`` names it."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
+
+    @property
+    def code(self) -> int:
+        """130 for Ctrl-C (SIGINT), 143 for SIGTERM, as a shell reports them."""
+        return EXIT_INTERRUPTED if self.signum == signal.SIGINT else EXIT_TERMINATED
+
+    def message(self) -> str:
+        """``interrupted`` or ``terminated``."""
+        return "interrupted" if self.signum == signal.SIGINT else "terminated"
 
 
 class _Executor(ThreadPoolExecutor):

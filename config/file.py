@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from debate_engine.config.messages import NOT_A_NUMBER, not_a_number, quoted, unknown_key
 from debate_engine.config.settings import HUMAN_ROLE
+from debate_engine.errors import InputError
 from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.prompts import role_names
 from debate_engine.providers.factory import ModelConfigError, parse_spec, spec_from_config
@@ -26,12 +27,16 @@ MAX_ROUNDS = 10_000
 RESERVED_IDS = ("judge", "user", "moderator")
 
 
-class ConfigError(ValueError):
+class ConfigError(InputError, ValueError):
     """The configuration is invalid; ``problems`` lists each one for the user."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
+
+    def lines(self) -> list[str]:
+        """Each problem of the configuration on a line of its own."""
+        return list(self.problems)
 
 
 # Numbers are strict: `true` is not one (lax parsing reads it as 1), nor is "3"; a Real takes 3 as 3.0.

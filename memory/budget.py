@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
+from debate_engine.errors import InputError
 from debate_engine.memory.facets import render_summary
 from debate_engine.memory.records import SummaryRecord, Turn, TurnView
 from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
@@ -36,7 +37,7 @@ FRAME_OVERHEAD = 48
 MIN_TOTAL = 256
 
 
-class BudgetError(ValueError):
+class BudgetError(InputError, ValueError):
     """The window cannot hold a prompt after the output reserve; the message says what to change."""
 
 

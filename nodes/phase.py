@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import wait
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphInterrupt
@@ -151,7 +151,7 @@ def _again(name: str, state: ConversationState, calls: Sequence[Any], results: l
         return None
     paid = charge(state.get("spend") or empty_spend(), [item for i in stale for item in calls[i].charge(results[i])],
                   state["settings"].get("prices", {}))
-    seen = {**state, "spend": paid}
+    seen = cast(ConversationState, {**state, "spend": paid})
     wanted = [calls[i] for i in stale]
     if not fits(seen, [r for c in wanted for r in c.reserve()[:1]]):
         return _stopped(name, state, calls, results)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from debate_engine.errors import ProviderFailure
 from debate_engine.providers.secrets import redact
 
 
-class ProviderError(RuntimeError):
+class ProviderError(ProviderFailure, RuntimeError):
     """A model call failed after the client's retries; the message names the agent, model and cause."""
 
 

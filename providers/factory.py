@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from debate_engine.errors import InputError
+
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
@@ -45,7 +47,7 @@ def loop_token(loop: asyncio.AbstractEventLoop | None = None) -> int:
     return token
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(InputError, ValueError):
     """A model spec or its environment is wrong; the message says how to fix it."""
 
 

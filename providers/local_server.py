@@ -24,6 +24,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+from debate_engine.errors import ProviderFailure
+
 CONTEXT_WINDOW = 4096
 """The server's ``n_ctx``; budgets count with another tokenizer, so they use a margin below it."""
 BUDGET_WINDOW = 3072
@@ -32,8 +34,10 @@ notes = logging.getLogger("debate.note")
 """Notes a user should see (the command line prints them as plain lines unless --quiet)."""
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(ProviderFailure, RuntimeError):
     """The embedded model cannot run here; the message says how to fix it."""
+
+    lead = "the embedded model failed: "
 
 
 _lock = threading.Lock()

@@ -89,13 +89,14 @@ QUIET = textwrap.dedent("""
     import logging, sys, warnings
     from debate_engine.app import cli
     from debate_engine.app.commands import run
+    from debate_engine.app.errors import UserError
 
     def noisy(args):
         logging.getLogger("debate.note").info("starting the embedded model...")
         logging.getLogger("httpx").warning("a transport's warning")
         warnings.warn("a library's deprecation", DeprecationWarning, stacklevel=1)
         if args.problem == "fail":
-            raise cli.UserError("--rounds: a named error")
+            raise UserError("--rounds: a named error")
         return 0
 
     run.main = noisy
