@@ -101,11 +101,13 @@ def fit(stats: IdentifierStats, limit_tokens: int) -> tuple[IdentifierStats, int
     kept: IdentifierStats = {}
     used = count_tokens(f"{IDENTIFIERS_TITLE}: ")
     for ident in ranked(stats):
-        cost = count_tokens(ident) + 1
+        cost = count_tokens(f", {ident}")
         if used + cost > limit_tokens:
             continue  # a shorter one further down may still fit
         kept[ident] = stats[ident]
         used += cost
+    while kept and count_tokens(line(ranked(kept))) > limit_tokens:  # the joined line, counted as sent
+        del kept[ranked(kept)[-1]]
     return kept, len(stats) - len(kept)
 
 

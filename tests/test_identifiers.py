@@ -41,3 +41,12 @@ def test_the_facet_always_fits_its_slot_and_counts_the_rest(stats: dict, limit: 
     kept, dropped = fit(stats, limit)
     assert len(kept) + dropped == len(stats)
     assert not kept or count_tokens(line(ranked(kept))) <= limit
+
+
+def test_a_line_whose_separators_tokenize_apart_still_fits() -> None:
+    """Found by the property above: counting each identifier apart undercounted the joined line."""
+    names = ["a_0", "a_0001", "a_1", "aa_1", "b_0", "c_0", "d_0", "e_0", "a_00", "a_01", "aa_0", "ab_0", "a_000",
+             "aac_0", "baa_0", "a_0000", "b_0000", "c_0000", "aab_0000", "aaaa_0000", "aaua_0000", "aaaaa_0000",
+             "f_0", "aab_00"]
+    kept, dropped = fit({n: [1, 0] for n in names}, 113)
+    assert count_tokens(line(ranked(kept))) <= 113 and len(kept) + dropped == len(names)
