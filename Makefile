@@ -42,8 +42,8 @@ compare: $(BIN)/.local ## does debating pay? 20 arithmetic tasks, single vs vote
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server)
-	$(BIN)/python -m pytest -q -m "not integration"
+unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server), on every core
+	$(BIN)/python -m pytest -q -m "not integration" -n auto
 
 lint: $(BIN)/.dev ## ruff and mypy
 	$(BIN)/ruff check graph nodes memory prompts providers calls config app debate_engine tests bench
