@@ -274,7 +274,13 @@ def _part_with_retry(
     kept: tuple[str, SummaryFacets, bool] | None = None
     kept_size = 0
     for attempt in range(job.retries + 1):
-        answer = yield _prompt(job, fold, part, length, prose, framed)
+        try:
+            answer = yield _prompt(job, fold, part, length, prose, framed)
+        except Exception as exc:  # the request failed: an answer already in hand is kept whole
+            if kept is None:
+                raise
+            attempts.extend(getattr(exc, "attempts", None) or [])
+            return kept
         attempts.extend(answer.attempts)
         got = _answer(answer, prose)
         if got is not None:

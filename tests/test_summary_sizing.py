@@ -84,3 +84,36 @@ def test_the_summary_call_reserves_the_agent_output(max_output: int) -> None:
         summarize_with(server_model(server, max_output), job(max_output=max_output, window=8192))
         sent = server.requests[-1]["body"]
     assert (sent.get("max_tokens") or sent.get("max_completion_tokens")) == max_output
+
+
+def test_an_answer_longer_than_its_slot_is_asked_again_shorter_and_kept_whole_when_the_second_fails() -> None:
+    """The shorter second request is counted and charged; when it fails, the first answer stands, never cut."""
+    from debate_engine.calls.road import CallFailed
+    from debate_engine.memory.strategies import Plan
+    from debate_engine.memory.summarizer import summarize
+    from tests.conftest import make_turn
+    from tests.support.summary_jobs import job
+
+    class Answer:
+        def __init__(self, text: str) -> None:
+            self.text, self.truncated = text, False
+            self.parsed = {"narrative": text, **{k: [] for k in ("key_points", "decisions", "unresolved",
+                                                                 "action_items", "participants", "domain_entities")}}
+            self.attempts = [{"model": "fake", "outcome": "ok", "usage": None, "latency_ms": 1, "error": None}]
+
+    turns = [make_turn(i) for i in range(4)]
+    the_job = job(Plan(fold=None, turns=turns, through=4, depth=0, parent_id=None))
+    steps = summarize(the_job)
+    first = next(steps)
+    assert first.structured
+    verbose = "They chose a token bucket. " * 400  # far past the slot
+    second = steps.send(Answer(verbose))  # asked again, shorter
+    assert second.structured and second.user != first.user
+    failure = CallFailed("the second request failed", [{"model": "fake", "outcome": "failed", "usage": None,
+                                                        "latency_ms": 1, "error": "x"}])
+    try:
+        steps.throw(failure)
+    except StopIteration as done:
+        record = done.value
+    assert record["status"] == "ok" and record["narrative"] == verbose.strip(), "kept whole"
+    assert record["calls"] == 2, "the first answer's request and the failed shorter one are both counted"
