@@ -5,14 +5,18 @@ prompt, the problem, the clarifications, the previous summary (folded) and the
 turns to cover, then the summarizer's instructions last, so the model reads its
 history as it argued it. (Its text begins as the agent's calls do, but it sends
 its own tool, which providers cache before the messages: it shares no cache
-entry with them.) When
-they do not fit one prompt, the turns are read in chunks, each chunk folded
-into the summary of the ones before, so the new summary has seen everything
-it claims to cover. :func:`summarize` yields each prompt and receives its
-answer: the call road (``calls``) makes the request, with its retries,
-fallbacks and prose fallback. A reply cut at the output limit is asked again
-shorter and in prose; any other failure becomes a ``failed`` record and the
-debate goes on with the previous summary.
+entry with them.) When they do not fit one prompt, the turns are read in
+chunks, each chunk folded into the summary of the ones before (read whole), so
+the new summary has seen everything it claims to cover. :func:`summarize`
+yields each prompt and receives its answer: the call road (``calls``) makes
+the request, with its retries, fallbacks and prose fallback.
+
+A summary is asked for what its slot in the agent's view can show, and stored
+whole: an answer longer than its slot is asked again shorter, then kept as it
+is (views shorten it by their rule, saying so). Its identifiers facet is made
+by code from the turns it covers (``memory.identifiers``). A reply cut at the
+output limit is asked again shorter and in prose; any other failure becomes a
+``failed`` record and the debate goes on with the previous summary.
 """
 
 from __future__ import annotations
