@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from debate_engine.providers.factory import loop_token
@@ -44,21 +44,6 @@ def _leave(key: tuple[Any, ...]) -> None:
         entry[1] -= 1
         if entry[1] == 0:
             del _table[key]
-
-
-@contextmanager
-def slot(run: str, provider: str, limit: int) -> Iterator[None]:
-    """Hold one of the run's ``limit`` slots at ``provider`` (0: no limit) from a thread."""
-    if not limit:
-        yield
-        return
-    key = ("thread", run, provider, limit)
-    semaphore = _enter(key, lambda: threading.BoundedSemaphore(limit))
-    try:
-        with semaphore:
-            yield
-    finally:
-        _leave(key)
 
 
 def hold(run: str, provider: str, limit: int) -> Any:
