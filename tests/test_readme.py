@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 
 
 def python_api_block() -> str:
@@ -39,3 +40,20 @@ def test_the_python_api_example_runs(capsys: pytest.CaptureFixture[str]) -> None
 def test_the_readme_test_command_is_what_ci_runs() -> None:
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "make test" in README.read_text(encoding="utf-8") and "make test" in ci
+
+
+def layout_rows() -> list[tuple[str, str]]:
+    """The README's layout table: each folder and what its row says it holds."""
+    text = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `([\w/]+)/` \| [^|]* \| (.*) \|$", text, re.MULTILINE)
+    return [(folder, holds) for folder, holds in rows]
+
+
+def test_the_layout_table_names_every_package_and_only_files_that_exist() -> None:
+    rows = dict(layout_rows())
+    assert len(rows) >= 9, "the layout table was not found"
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
+    assert packages <= set(rows), f"packages the layout table leaves out: {sorted(packages - set(rows))}"
+    for folder, holds in rows.items():
+        for name in re.findall(r"`([\w/]+\.py)`", holds):
+            assert list((ROOT / folder).rglob(name)), f"the layout table's {folder}/ names {name}, which is not there"
