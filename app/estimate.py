@@ -48,7 +48,9 @@ def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
 
 
 def _all_fake(profiles: dict[str, Any]) -> bool:
-    return all(p["model"].startswith("fake") for p in profiles.values())
+    """Whether the debate projects itself: every model is a fake that answers (one set to fail, as a test's is,
+    would stop the projection, which calls no model; a stand-in projects it instead)."""
+    return all(p["model"].startswith("fake") and "fail=" not in p["model"] for p in profiles.values())
 
 
 def _stand_in(profiles: dict[str, Any]) -> str:

@@ -274,6 +274,7 @@ def run_argv(draw: st.DrawFn) -> list[str]:
 @settings(FUZZ_SETTINGS, max_examples=200)
 @given(argv=run_argv())
 @example(argv=["run", "--dry-run", "--model", "fake", "--protocol", "roundtable", "--turns", "2", "--", "p"])
+@example(argv=["run", "--model", "fake:fail=transport", "--dry-run", "--rounds", "1", "--", "Design a rate limiter"])
 @example(argv=["run", "--rounds", "1", "--model", "fake", "--env-file", f"{NO_HOME}/.env", "--", "p"])
 @example(argv=["run", "--dry-run", "--model", "fake:words=\u00b2", "--", "p"])
 @example(argv=["run", "--dry-run", "--model", "fake:words=0", "--", "p"])
