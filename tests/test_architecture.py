@@ -93,7 +93,11 @@ def runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
 def import_cycles(found: list[tuple[str, Path]]) -> list[list[str]]:
     """Every cycle of runtime imports among ``found`` (strongly connected modules), imports in functions counted."""
     known = {name for name, _ in found}
-    graph = {name: runtime_imports(name, path, known) for name, path in found}
+    return strongly_connected({name: runtime_imports(name, path, known) for name, path in found})
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of more than one node, each sorted."""
     order: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -109,19 +113,21 @@ def import_cycles(found: list[tuple[str, Path]]) -> list[list[str]]:
             elif w in stack:
                 low[v] = min(low[v], order[w])
         if low[v] == order[v]:
-            part = []
-            while True:
-                w = stack.pop()
-                part.append(w)
-                if w == v:
-                    break
-            if len(part) > 1:
-                cycles.append(sorted(part))
+            cycles.append(_pop_component(stack, v))
 
     for v in graph:
         if v not in order:
             strong(v)
-    return cycles
+    return [sorted(c) for c in cycles if len(c) > 1]
+
+
+def _pop_component(stack: list[str], root: str) -> list[str]:
+    part = []
+    while True:
+        w = stack.pop()
+        part.append(w)
+        if w == root:
+            return part
 
 
 def test_no_import_cycle_counting_imports_inside_functions() -> None:
