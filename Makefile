@@ -48,8 +48,11 @@ test: $(BIN)/.local ## run every test: unit, property and integration (embedded 
 unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server), on every core
 	$(BIN)/python -m pytest -q -m "not integration" -n auto
 
-lint: $(BIN)/.dev ## ruff and mypy
-	$(BIN)/ruff check graph nodes memory prompts providers calls config app debate_engine tests bench
+LINTED := graph nodes memory prompts providers calls config app debate_engine tests bench
+
+lint: $(BIN)/.dev ## ruff (format and checks) and mypy
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/ruff check $(LINTED)
 	@# mypy cannot follow the editable install's import hook for package-dir mappings: give it the tree as installed.
 	@rm -rf build/typecheck && mkdir -p build/typecheck/debate_engine
 	@for f in debate_engine/*.py; do ln -s ../../../$$f build/typecheck/$$f; done

@@ -34,7 +34,6 @@ NOTES = "debate.note"
 """The logger of notes a user should see unless ``--quiet`` (the embedded model's start): plain lines on stderr."""
 
 
-
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="debate", description="Multi-agent debates on LangGraph.")
     parser.add_argument("--version", action="version", version=f"debate {__version__}")
@@ -52,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     with _stderr(bool(getattr(args, "quiet", False))):
         try:
             return int(import_module(f"debate_engine.app.commands.{args.command}").main(args))
-        except BrokenPipeError:  # stdout closed early (`debate list | head`): the debate itself is saved
+        except (
+            BrokenPipeError
+        ):  # stdout closed early (`debate list | head`): the debate itself is saved
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         except Exception as exc:  # every failure becomes a named message and an exit code
@@ -129,7 +130,9 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
     elif exc.code == EXIT_OUTPUT:
         print(redact(_short(f"error: {exc.message()}")), file=sys.stderr)
     else:
-        print(redact(_short(f"error: {exc.message()}{_resume_hint(args, exc.kept)}")), file=sys.stderr)
+        print(
+            redact(_short(f"error: {exc.message()}{_resume_hint(args, exc.kept)}")), file=sys.stderr
+        )
     return exc.code
 
 
@@ -143,7 +146,7 @@ def _resume_hint(args: argparse.Namespace, lead: str) -> str:
 
 
 def entry() -> Any:
-    """The ``debate`` command: run, then leave without the interpreter's teardown.
+    """Return the ``debate`` command: run, then leave without the interpreter's teardown.
 
     Freeing every module of LangGraph, langchain-core and openai one object at a
     time takes about 0.4 s after the last output; nothing in it matters to a process
@@ -153,7 +156,9 @@ def entry() -> Any:
     code = main()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: main() has already chosen the exit code
+        with contextlib.suppress(
+            OSError, ValueError
+        ):  # a closed pipe: main() has already chosen the exit code
             stream.flush()
     os._exit(code)
 

@@ -52,8 +52,10 @@ CRITERIA = {
     "overall": "overall",
 }
 """Field name: label, in the order of the rubric."""
-SYSTEM_PROMPT = ("You are an impartial senior reviewer of software designs. You score strictly by the rubric "
-                 "you are given, and every score rests on evidence in the solution.")
+SYSTEM_PROMPT = (
+    "You are an impartial senior reviewer of software designs. You score strictly by the rubric "
+    "you are given, and every score rests on evidence in the solution."
+)
 EVAL_OUTPUT_TOKENS = 1024
 """Most tokens reserved for an evaluator's answer (seven justifications and scores), at most a quarter of its window."""
 EVAL_TIMEOUT_S = 300.0
@@ -74,16 +76,30 @@ def _score_schema(schema: dict[str, Any]) -> None:
 def _fields() -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for name, label in CRITERIA.items():
-        fields[f"{name}_justification"] = (str, Field(
-            description=f"Evidence for the {label} score, one to three sentences.",
-            json_schema_extra={"minLength": 20, "maxLength": JUSTIFICATION_CHARS}))
-        fields[name] = (int, Field(ge=1, le=10, strict=True, description=f"{label.capitalize()}: 1 to 10 by the "
-                                   "rubric.", json_schema_extra=_score_schema))
+        fields[f"{name}_justification"] = (
+            str,
+            Field(
+                description=f"Evidence for the {label} score, one to three sentences.",
+                json_schema_extra={"minLength": 20, "maxLength": JUSTIFICATION_CHARS},
+            ),
+        )
+        fields[name] = (
+            int,
+            Field(
+                ge=1,
+                le=10,
+                strict=True,
+                description=f"{label.capitalize()}: 1 to 10 by the rubric.",
+                json_schema_extra=_score_schema,
+            ),
+        )
     return fields
 
 
 _FIRST_WORDS = "|".join(sorted({c.split("_")[0] for c in CRITERIA}))
-SCHEMA_DEBRIS = re.compile(rf'^\s*[,:{{}}\[\]]|"\w+"\s*:|\b(?:{_FIRST_WORDS})\w*"?\s*:\s*\d', re.IGNORECASE)
+SCHEMA_DEBRIS = re.compile(
+    rf'^\s*[,:{{}}\[\]]|"\w+"\s*:|\b(?:{_FIRST_WORDS})\w*"?\s*:\s*\d', re.IGNORECASE
+)
 """What a justification that is really a piece of the JSON around it shows: an opening comma, colon or bracket, a
 ``"key":``, a criterion's ``name: 2`` (an embedded model once justified 10/10 with ``", overall_scalabilty: 2, "``)."""
 
@@ -94,10 +110,14 @@ class _Answer(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _evidence(cls, value: Any, info: Any) -> Any:
-        """A justification must be prose: at least 20 characters and four words, no debris of the schema."""
+        """Return a justification must be prose: at least 20 characters and four words, no debris of the schema."""
         if str(info.field_name).endswith("_justification"):
             text = value.strip()
-            if len(text) < 20 or len(re.findall(r"[^\W\d_]{2,}", text)) < 4 or SCHEMA_DEBRIS.search(text):
+            if (
+                len(text) < 20
+                or len(re.findall(r"[^\W\d_]{2,}", text)) < 4
+                or SCHEMA_DEBRIS.search(text)
+            ):
                 raise ValueError(f"not a justification: {text[:60]!r}")
         return value
 
@@ -121,8 +141,10 @@ class Evaluator:
     """Why this model: ``--model``, its config entry, the debate's judge model, or the default."""
 
 
-def evaluators_of(config: str | None, model: str | None, judge_model: str | None = None) -> list[Evaluator]:
-    """The config's enabled ``evaluators``, else one; each on ``model``, else its own, else ``judge_model``.
+def evaluators_of(
+    config: str | None, model: str | None, judge_model: str | None = None
+) -> list[Evaluator]:
+    """Return the config's enabled ``evaluators``, else one; each on ``model``, else its own, else ``judge_model``.
 
     The debate's own judge model is the natural default: it is the model the
     user chose for this debate, where the environment's default may be another.
@@ -138,8 +160,15 @@ def evaluators_of(config: str | None, model: str | None, judge_model: str | None
             problems.append(f"{where}.id: {ident!r} is used twice; give each evaluator a unique id")
         seen.add(ident)
         own = spec_from_config(entry.model, entry.provider)
-        chosen = ("--model" if model else "its config" if own else "the debate's judge model" if judge_model
-                  else "the default model")
+        chosen = (
+            "--model"
+            if model
+            else "its config"
+            if own
+            else "the debate's judge model"
+            if judge_model
+            else "the default model"
+        )
         specs = (model or own or judge_model or default_model(), *(entry.fallback_models or []))
         try:
             for spec in specs:
@@ -150,7 +179,10 @@ def evaluators_of(config: str | None, model: str | None, judge_model: str | None
         except (ModelConfigError, BudgetError) as exc:
             problems.append(f"{where} ({ident}): {exc}")
             continue
-        system = read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}") or SYSTEM_PROMPT
+        system = (
+            read_prompt_file(entry.system_prompt_path, f"systemPromptPath of {ident}")
+            or SYSTEM_PROMPT
+        )
         out.append(Evaluator(ident, specs, entry.temperature, window, output, system, chosen))
     if problems:
         raise ConfigError(problems)
@@ -163,18 +195,22 @@ def _turn_text(turn: dict[str, Any]) -> str:
 
 
 def debate_material(values: dict[str, Any], limit: int) -> str:
-    """The debate within ``limit`` tokens: verbatim when it fits, else the summaries and the newest turns."""
+    """Return the debate within ``limit`` tokens: verbatim when it fits, else the summaries and the newest turns."""
     turns = [t for t in values.get("transcript", []) if t["kind"] in DEBATER_KINDS]
     whole = "\n\n".join(_turn_text(t) for t in turns) or "(no turns)"
     if count_tokens(whole) <= limit:
         return whole
     log = values.get("summary_log", [])
-    found = latest_summaries(log, [JUDGE_ID]) or latest_summaries(log, {t["speaker"] for t in turns})
+    found = latest_summaries(log, [JUDGE_ID]) or latest_summaries(
+        log, {t["speaker"] for t in turns}
+    )
     head, rest = "", turns
     if found:
         through = min(r["through"] for r in found.values())
-        head = "\n\n".join(f"Summary of the debate as {r['agent_id']} saw it, up to turn {r['through']}:\n{r['text']}"
-                           for r in found.values())
+        head = "\n\n".join(
+            f"Summary of the debate as {r['agent_id']} saw it, up to turn {r['through']}:\n{r['text']}"
+            for r in found.values()
+        )
         head = truncate_to_tokens(head, limit // 2)
         rest = [t for t in turns if t["seq"] >= through]
     room = limit - count_tokens(head) - 24
@@ -200,66 +236,121 @@ def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str
     from debate_engine.nodes.synthesize import render_solution
 
     total = make_budget(evaluator.context_window, evaluator.max_output_tokens).total
-    template = render(load_prompt("phases/evaluate"), rubric=load_prompt("phases/rubric"), problem="{problem}",
-                      clarifications="{clarifications}", debate="{debate}", solution="{solution}")
+    template = render(
+        load_prompt("phases/evaluate"),
+        rubric=load_prompt("phases/rubric"),
+        problem="{problem}",
+        clarifications="{clarifications}",
+        debate="{debate}",
+        solution="{solution}",
+    )
     system = evaluator.system_prompt
-    fixed = count_messages(system, render(template, problem="", clarifications="", debate="", solution=""))
+    fixed = count_messages(
+        system, render(template, problem="", clarifications="", debate="", solution="")
+    )
     room = total - fixed - tool_tokens(Evaluation) - 16
     if room < MIN_MATERIAL:
-        raise BudgetError(f"evaluator {evaluator.id}: a window of {evaluator.context_window} tokens with "
-                          f"{evaluator.max_output_tokens} reserved for the answer leaves {room} for the debate after "
-                          "the rubric; raise its contextWindow or lower its maxOutputTokens")
-    parts = {"problem": truncate_to_tokens(values.get("problem", ""), room // 6),
-             "solution": truncate_to_tokens(render_solution(values["solution"]), room * 2 // 5),
-             "clarifications": truncate_to_tokens(_clarifications(values), room // 10)}
+        raise BudgetError(
+            f"evaluator {evaluator.id}: a window of {evaluator.context_window} tokens with "
+            f"{evaluator.max_output_tokens} reserved for the answer leaves {room} for the debate after "
+            "the rubric; raise its contextWindow or lower its maxOutputTokens"
+        )
+    parts = {
+        "problem": truncate_to_tokens(values.get("problem", ""), room // 6),
+        "solution": truncate_to_tokens(render_solution(values["solution"]), room * 2 // 5),
+        "clarifications": truncate_to_tokens(_clarifications(values), room // 10),
+    }
     left = room - sum(count_tokens(p) for p in parts.values())
     parts["debate"] = debate_material(values, left)
     user = render(template, **parts)
-    while (used := count_messages(system, user) + tool_tokens(Evaluation)) > total and parts["debate"]:  # joins re-tokenize
-        parts["debate"] = truncate_to_tokens(parts["debate"], count_tokens(parts["debate"]) - (used - total) - 4)
+    while (used := count_messages(system, user) + tool_tokens(Evaluation)) > total and parts[
+        "debate"
+    ]:  # joins re-tokenize
+        parts["debate"] = truncate_to_tokens(
+            parts["debate"], count_tokens(parts["debate"]) - (used - total) - 4
+        )
         user = render(template, **parts)
     return system, user, used
 
 
 def _request(evaluator: Evaluator, prompt: tuple[str, str, int], run: str) -> Request:
     system, user, _ = prompt
-    return Request(models=tuple(evaluator.models), system=system, user=user, temperature=evaluator.temperature,
-                   max_tokens=evaluator.max_output_tokens, timeout_s=EVAL_TIMEOUT_S, schema=Evaluation,
-                   prose_fallback=False, run=run, who=f"evaluator {evaluator.id}", tags=("evaluator", evaluator.id))
+    return Request(
+        models=tuple(evaluator.models),
+        system=system,
+        user=user,
+        temperature=evaluator.temperature,
+        max_tokens=evaluator.max_output_tokens,
+        timeout_s=EVAL_TIMEOUT_S,
+        schema=Evaluation,
+        prose_fallback=False,
+        run=run,
+        who=f"evaluator {evaluator.id}",
+        tags=("evaluator", evaluator.id),
+    )
 
 
-async def evaluate_one(evaluator: Evaluator, prompt: tuple[str, str, int], run: str = "eval") -> dict[str, Any]:
+async def evaluate_one(
+    evaluator: Evaluator, prompt: tuple[str, str, int], run: str = "eval"
+) -> dict[str, Any]:
     """One evaluator's record: ``ok`` with its criteria, or ``failed`` with the reason."""
-    record: dict[str, Any] = {"id": evaluator.id, "model": evaluator.models[0], "status": "failed", "error": None,
-                              "criteria": {}, "prompt_tokens": prompt[2], "usage": None, "latency_ms": 0,
-                              "truncated": False, "attempts": []}
+    record: dict[str, Any] = {
+        "id": evaluator.id,
+        "model": evaluator.models[0],
+        "status": "failed",
+        "error": None,
+        "criteria": {},
+        "prompt_tokens": prompt[2],
+        "usage": None,
+        "latency_ms": 0,
+        "truncated": False,
+        "attempts": [],
+    }
     try:
         answer = await aask(_request(evaluator, prompt, run))
     except CallFailed as exc:
         record.update(error=str(exc), attempts=exc.attempts)
         return record
-    record.update(model=answer.model, usage=total_usage(answer.attempts), latency_ms=answer.latency_ms, truncated=answer.truncated,
-                  attempts=answer.attempts)
+    record.update(
+        model=answer.model,
+        usage=total_usage(answer.attempts),
+        latency_ms=answer.latency_ms,
+        truncated=answer.truncated,
+        attempts=answer.attempts,
+    )
     if answer.parsed is not None:
         data = answer.parsed
         record["status"] = "ok"
-        record["criteria"] = {c: {"score": data[c], "justification": data[f"{c}_justification"]} for c in CRITERIA}
+        record["criteria"] = {
+            c: {"score": data[c], "justification": data[f"{c}_justification"]} for c in CRITERIA
+        }
     elif answer.truncated:
-        record["error"] = f"the reply stopped at the output limit ({evaluator.max_output_tokens} tokens) unfinished"
+        record["error"] = (
+            f"the reply stopped at the output limit ({evaluator.max_output_tokens} tokens) unfinished"
+        )
     else:
-        record["error"] = "the reply could not be parsed: no tool call, and no JSON in its text, matched the rubric"
+        record["error"] = (
+            "the reply could not be parsed: no tool call, and no JSON in its text, matched the rubric"
+        )
     return record
 
 
 def averages(records: list[dict[str, Any]]) -> dict[str, float | None]:
-    """The mean score per criterion over the evaluators that parsed (None when none did)."""
+    """Return the mean score per criterion over the evaluators that parsed (None when none did)."""
     ok = [r for r in records if r["status"] == "ok"]
-    return {c: round(sum(r["criteria"][c]["score"] for r in ok) / len(ok), 2) if ok else None for c in CRITERIA}
+    return {
+        c: round(sum(r["criteria"][c]["score"] for r in ok) / len(ok), 2) if ok else None
+        for c in CRITERIA
+    }
 
 
-async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: str,
-                   on_start: Callable[[Evaluator], None] | None = None,
-                   on_done: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+async def evaluate(
+    values: dict[str, Any],
+    evaluators: list[Evaluator],
+    source: str,
+    on_start: Callable[[Evaluator], None] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """Every evaluator at once (the embedded model one at a time), and the averages.
 
     Every prompt is built first, so a window too small for the rubric stops the command before any call;
@@ -277,7 +368,9 @@ async def evaluate(values: dict[str, Any], evaluators: list[Evaluator], source: 
             on_done(record)
         return record
 
-    records = list(await asyncio.gather(*(one(e, p) for e, p in zip(evaluators, prompts, strict=True))))
+    records = list(
+        await asyncio.gather(*(one(e, p) for e, p in zip(evaluators, prompts, strict=True)))
+    )
     return {
         "source": source,
         "problem": (values.get("problem", "").strip().splitlines() or [""])[0][:200],

@@ -10,8 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-PHASES = ("clarification", "proposal", "critique", "refinement", "message", "moderation", "assessment", "synthesis",
-          "summary")
+PHASES = (
+    "clarification",
+    "proposal",
+    "critique",
+    "refinement",
+    "message",
+    "moderation",
+    "assessment",
+    "synthesis",
+    "summary",
+)
 """The order phases are listed in."""
 
 
@@ -22,25 +31,44 @@ def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[s
     cost, attempts = spent(record), record.get("attempts")
     if attempts is not None:
         latency = [a.get("latency_ms", 0) for a in attempts if a.get("usage")]
-    elif "calls" in record or not cost["requests"]:  # a record from before attempts (or usage) were kept
-        usage, view, calls = record.get("usage") or {}, record.get("view") or {}, record.get("calls", 1)
-        cost = {"requests": calls, "input_tokens": usage.get("input_tokens", view.get("prompt_tokens", 0)),
-                "output_tokens": usage.get("output_tokens", record.get("tokens", 0) if view else 0)}
+    elif (
+        "calls" in record or not cost["requests"]
+    ):  # a record from before attempts (or usage) were kept
+        usage, view, calls = (
+            record.get("usage") or {},
+            record.get("view") or {},
+            record.get("calls", 1),
+        )
+        cost = {
+            "requests": calls,
+            "input_tokens": usage.get("input_tokens", view.get("prompt_tokens", 0)),
+            "output_tokens": usage.get("output_tokens", record.get("tokens", 0) if view else 0),
+        }
         latency = [record.get("latency_ms", 0) // calls] * calls if calls else []
     else:
         latency = [record.get("latency_ms", 0)]
-    return {"agent": agent, "phase": phase, "calls": cost["requests"], "prompt": cost["input_tokens"],
-            "completion": cost["output_tokens"], "latency_ms": latency, "cut": cut}
+    return {
+        "agent": agent,
+        "phase": phase,
+        "calls": cost["requests"],
+        "prompt": cost["input_tokens"],
+        "completion": cost["output_tokens"],
+        "latency_ms": latency,
+        "cut": cut,
+    }
 
 
 def own_part(values: dict[str, Any]) -> dict[str, Any]:
-    """A fork's own records: the turns and summaries after the ones it kept (``forked_from``), which the
+    """Return a fork's own records: the turns and summaries after the ones it kept (``forked_from``), which the
     original made and paid for. A debate that is no fork is all its own."""
     kept = values.get("forked_from") or {}
     if not kept.get("turns") and not kept.get("summaries"):
         return values
-    return {**values, "transcript": values.get("transcript", [])[kept.get("turns", 0):],
-            "summary_log": values.get("summary_log", [])[kept.get("summaries", 0):]}
+    return {
+        **values,
+        "transcript": values.get("transcript", [])[kept.get("turns", 0) :],
+        "summary_log": values.get("summary_log", [])[kept.get("summaries", 0) :],
+    }
 
 
 def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,27 +79,45 @@ def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
     that left no record (clarifying questions that asked none) make one more row, so the rows add up to the
     state's spend, which counts every request the provider answered.
     """
-    rows = [_row(t["speaker"], t["kind"], t, int(bool(t.get("truncated"))))
-            for t in values.get("transcript", []) if t.get("model") is not None]
+    rows = [
+        _row(t["speaker"], t["kind"], t, int(bool(t.get("truncated"))))
+        for t in values.get("transcript", [])
+        if t.get("model") is not None
+    ]
     rows += [_row(r["agent_id"], "summary", r) for r in values.get("summary_log", [])]
     spend = values.get("spend") or {}
     judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
     for phase, label in (("moderate", "moderation"), ("assess", "assessment")):
         made = (spend.get("by_phase") or {}).get(phase)
         if made:
-            rows.append({"agent": judge, "phase": label, "calls": made["calls"], "prompt": made["input_tokens"],
-                         "completion": made["output_tokens"], "latency_ms": [], "cut": 0})
+            rows.append(
+                {
+                    "agent": judge,
+                    "phase": label,
+                    "calls": made["calls"],
+                    "prompt": made["input_tokens"],
+                    "completion": made["output_tokens"],
+                    "latency_ms": [],
+                    "cut": 0,
+                }
+            )
     if spend.get("total"):
-        left = {"calls": spend["total"]["calls"] - sum(r["calls"] for r in rows),
-                "prompt": spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows),
-                "completion": spend["total"]["output_tokens"] - sum(r["completion"] for r in rows)}
+        left = {
+            "calls": spend["total"]["calls"] - sum(r["calls"] for r in rows),
+            "prompt": spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows),
+            "completion": spend["total"]["output_tokens"] - sum(r["completion"] for r in rows),
+        }
         if any(left.values()):
-            rows.append({"agent": "(none)", "phase": "without a record", **left, "latency_ms": [], "cut": 0})
+            rows.append(
+                {"agent": "(none)", "phase": "without a record", **left, "latency_ms": [], "cut": 0}
+            )
     return rows
 
 
 def _add(groups: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
-    group = groups.setdefault(key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0})
+    group = groups.setdefault(
+        key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0}
+    )
     for name in ("calls", "prompt", "completion", "cut"):
         group[name] += row[name]
     group["latency_ms"] += row["latency_ms"]
@@ -94,9 +140,11 @@ def timeline(values: dict[str, Any]) -> tuple[float, float]:
     status = values.get("status") or {}
     if not status:
         return 0.0, 0.0
-    marks = sorted((r["created_at"], sum(_row("", "", r)["latency_ms"]) / 1000)
-                   for r in [*values.get("transcript", []), *values.get("summary_log", [])]
-                   if r.get("created_at") and (r.get("model") or r.get("agent_id")))
+    marks = sorted(
+        (r["created_at"], sum(_row("", "", r)["latency_ms"]) / 1000)
+        for r in [*values.get("transcript", []), *values.get("summary_log", [])]
+        if r.get("created_at") and (r.get("model") or r.get("agent_id"))
+    )
     steps: list[list[float]] = []
     for at, need in marks:
         if steps and at - steps[-1][0] < SAME_STEP_S:
@@ -107,13 +155,15 @@ def timeline(values: dict[str, Any]) -> tuple[float, float]:
     last = status["started_at"]
     for at, need in [*steps, [status["updated_at"], 0.0]]:
         gap = max(0.0, at - last)
-        ran = gap if gap <= 2 * need + SET_UP_S else need  # a stop: the step ran for its calls, no longer
+        ran = (
+            gap if gap <= 2 * need + SET_UP_S else need
+        )  # a stop: the step ran for its calls, no longer
         running, stopped, last = running + ran, stopped + gap - ran, max(last, at)
     return running, stopped
 
 
 def figures(values: dict[str, Any]) -> dict[str, Any]:
-    """What a debate cost: time running and stopped, calls, tokens, summaries, retries, failures, latency.
+    """Return what a debate cost: time running and stopped, calls, tokens, summaries, retries, failures, latency.
 
     Calls and tokens are the state's spend (every request the provider answered, with its own usage);
     the breakdowns by agent and phase add up to it. A fork's figures are its own (``own_part``).
@@ -123,7 +173,9 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     by_agent: dict[str, dict[str, Any]] = {}
     by_phase: dict[tuple[str, str], dict[str, Any]] = {}
     total: dict[Any, dict[str, Any]] = {}
-    for row in sorted(rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)):
+    for row in sorted(
+        rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)
+    ):
         _add(by_agent, row["agent"], row)
         _add(by_phase, (row["agent"], row["phase"]), row)
         _add(total, "total", row)
@@ -134,47 +186,67 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     attempts = [a for r in [*values.get("transcript", []), *log] for a in r.get("attempts") or []]
     return {
         "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
-        "running_s": running, "stopped_s": stopped,
-        "total": total.get("total") or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
-        "turn_calls": sum(r["calls"] for r in rows if r["phase"] not in ("summary", "moderation", "assessment")),
+        "running_s": running,
+        "stopped_s": stopped,
+        "total": total.get("total")
+        or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
+        "turn_calls": sum(
+            r["calls"] for r in rows if r["phase"] not in ("summary", "moderation", "assessment")
+        ),
         "moderation_calls": sum(r["calls"] for r in rows if r["phase"] == "moderation"),
         "assessment_calls": sum(r["calls"] for r in rows if r["phase"] == "assessment"),
         "summary_calls": sum(r["calls"] for r in rows if r["phase"] == "summary"),
-        "summaries": len(ok), "failed_summaries": len(log) - len(ok),
+        "summaries": len(ok),
+        "failed_summaries": len(log) - len(ok),
         "tokens_saved": sum(r["tokens_before"] - r["tokens_after"] for r in ok),
         "extra_summary_calls": sum(max(r.get("calls", 1) - 1, 0) for r in ok),
         "failed_requests": sum(1 for a in attempts if not a.get("usage")),
         **billed(values),
         "cut": [t["id"] for t in values.get("transcript", []) if t.get("truncated")],
-        "by_agent": by_agent, "by_phase": by_phase,
+        "by_agent": by_agent,
+        "by_phase": by_phase,
     }
 
 
 def billed(values: dict[str, Any]) -> dict[str, Any]:
     """Dollars as billed, and the provider's prompt cache: tokens read and written, dollars saved (the spend's)."""
     spent = (values.get("spend") or {}).get("total") or {}
-    return {"cost": spent.get("cost", 0.0), "cached_tokens": spent.get("cache_read_tokens", 0),
-            "cache_write_tokens": spent.get("cache_write_tokens", 0), "saved": spent.get("saved", 0.0)}
+    return {
+        "cost": spent.get("cost", 0.0),
+        "cached_tokens": spent.get("cache_read_tokens", 0),
+        "cache_write_tokens": spent.get("cache_write_tokens", 0),
+        "saved": spent.get("saved", 0.0),
+    }
 
 
 def cache_phrase(found: dict[str, Any]) -> str:
-    """The prompt cache's figures in words ("" when the provider reported none)."""
+    """Return the prompt cache's figures in words ("" when the provider reported none)."""
     if not found["cached_tokens"] and not found["cache_write_tokens"]:
         return ""
     written = f", {found['cache_write_tokens']} written" if found["cache_write_tokens"] else ""
-    return f"{found['cached_tokens']} prompt tokens cached{written}: ${found['cost']:.4f} billed, " \
-           f"${found['saved']:.4f} saved"
+    return (
+        f"{found['cached_tokens']} prompt tokens cached{written}: ${found['cost']:.4f} billed, "
+        f"${found['saved']:.4f} saved"
+    )
 
 
 def totals(values: dict[str, Any]) -> dict[str, Any]:
-    """The debate's figures in a line's worth: what the final line and a resumed run's live line start from."""
+    """Return the debate's figures in a line's worth: what the final line and a resumed run's live line start from."""
     f = figures(values)
     t = f["total"]
-    return {"calls": t["calls"], "prompt_tokens": t["prompt"], "completion_tokens": t["completion"],
-            "tokens": t["prompt"] + t["completion"], "cost": round(f["cost"], 6), "summary_calls": f["summary_calls"],
-            "cached_tokens": f["cached_tokens"], "cache_write_tokens": f["cache_write_tokens"],
-            "saved": round(f["saved"], 6),
-            "running_s": round(f["running_s"], 3), "stopped_s": round(f["stopped_s"], 3)}
+    return {
+        "calls": t["calls"],
+        "prompt_tokens": t["prompt"],
+        "completion_tokens": t["completion"],
+        "tokens": t["prompt"] + t["completion"],
+        "cost": round(f["cost"], 6),
+        "summary_calls": f["summary_calls"],
+        "cached_tokens": f["cached_tokens"],
+        "cache_write_tokens": f["cache_write_tokens"],
+        "saved": round(f["saved"], 6),
+        "running_s": round(f["running_s"], 3),
+        "stopped_s": round(f["stopped_s"], 3),
+    }
 
 
 def duration(seconds: float) -> str:
@@ -182,7 +254,11 @@ def duration(seconds: float) -> str:
     if seconds < 60:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+    return (
+        f"{minutes} min {rest:02d} s"
+        if minutes < 60
+        else f"{minutes // 60} h {minutes % 60:02d} min"
+    )
 
 
 def latency(latencies: list[int]) -> tuple[str, str]:

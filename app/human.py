@@ -37,9 +37,13 @@ def answer_turn(question: dict[str, Any]) -> Any:
     show(question)
     editor = os.environ.get("EDITOR", "").strip()
     text = from_editor(editor, question) if editor else from_stdin()
-    if text is None:  # nobody is typing (a pipe ran out, a job without a terminal): never pass for them
-        raise UserError(f"the input ended before {question['seat']}'s answer; the question stays pending: "
-                        "answer it with `debate resume THREAD` (the thread id is on the run's first line)")
+    if (
+        text is None
+    ):  # nobody is typing (a pipe ran out, a job without a terminal): never pass for them
+        raise UserError(
+            f"the input ended before {question['seat']}'s answer; the question stays pending: "
+            "answer it with `debate resume THREAD` (the thread id is on the run's first line)"
+        )
     if not text.strip():
         print(f"{question['seat']} passed: the turn is recorded as {PASSED!r}", file=sys.stderr)
         return ""
@@ -49,12 +53,21 @@ def answer_turn(question: dict[str, Any]) -> Any:
 def show(question: dict[str, Any]) -> None:
     """Print the task and the view an agent in the seat would get (stderr: stdout carries the solution)."""
     view = question["view"]
-    lines = [f"\n=== {question['seat']}, your turn: {question['task']}",
-             *([f"Your last answer was not taken: {question['error']}"] if question.get("error") else []),
-             f"--- what a model in your seat is shown ({view['prompt_tokens']} tokens) ---",
-             view["system"], "---", view["user"], "---",
-             f"Answer with {question['answer_shape']}.",
-             f'End the answer with a line holding only "{END}" (or the end of input); an empty answer passes.']
+    lines = [
+        f"\n=== {question['seat']}, your turn: {question['task']}",
+        *(
+            [f"Your last answer was not taken: {question['error']}"]
+            if question.get("error")
+            else []
+        ),
+        f"--- what a model in your seat is shown ({view['prompt_tokens']} tokens) ---",
+        view["system"],
+        "---",
+        view["user"],
+        "---",
+        f"Answer with {question['answer_shape']}.",
+        f'End the answer with a line holding only "{END}" (or the end of input); an empty answer passes.',
+    ]
     print("\n".join(lines), file=sys.stderr, flush=True)
 
 
@@ -69,28 +82,40 @@ def from_stdin() -> str | None:
 
 
 def from_editor(editor: str, question: dict[str, Any]) -> str:
-    """The answer written in ``$EDITOR``: a file opened with the task as ``#`` lines, which are dropped."""
-    header = "\n".join(f"# {line}" for line in [f"{question['seat']}: {question['task']}",
-                                                 *([f"Your last answer was not taken: {question['error']}"]
-                                                   if question.get("error") else []),
-                                                 "Lines starting with # are dropped; an empty answer passes."])
+    """Return the answer written in ``$EDITOR``: a file opened with the task as ``#`` lines, which are dropped."""
+    header = "\n".join(
+        f"# {line}"
+        for line in [
+            f"{question['seat']}: {question['task']}",
+            *(
+                [f"Your last answer was not taken: {question['error']}"]
+                if question.get("error")
+                else []
+            ),
+            "Lines starting with # are dropped; an empty answer passes.",
+        ]
+    )
     with tempfile.TemporaryDirectory(prefix="debate-turn-") as folder:
         path = Path(folder) / "answer.md"
         path.write_text(header + "\n", encoding="utf-8")
         try:
             done = subprocess.run([*shlex.split(editor), str(path)], check=False)
         except (OSError, ValueError) as exc:
-            raise UserError(f"$EDITOR {editor!r} could not start ({exc}); fix or unset EDITOR, then `debate "
-                            "resume` asks the question again (it stays pending)") from None
+            raise UserError(
+                f"$EDITOR {editor!r} could not start ({exc}); fix or unset EDITOR, then `debate "
+                "resume` asks the question again (it stays pending)"
+            ) from None
         if done.returncode != 0:
-            raise UserError(f"$EDITOR {editor!r} exited with {done.returncode}; the question stays pending: "
-                            "`debate resume` asks it again")
+            raise UserError(
+                f"$EDITOR {editor!r} exited with {done.returncode}; the question stays pending: "
+                "`debate resume` asks it again"
+            )
         text = path.read_text(encoding="utf-8", errors="replace")
     return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
 
 
 def as_answer(text: str) -> Any:
-    """A JSON object as an object (a stated position), anything else as the turn's text."""
+    """Return a JSON object as an object (a stated position), anything else as the turn's text."""
     if text.lstrip().startswith("{"):
         try:
             value = json.loads(text)

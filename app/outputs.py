@@ -14,8 +14,10 @@ from typing import Any
 from debate_engine.app.errors import EXIT_OK, OutputFailed, UserError
 
 OUTPUT_FLAGS = ("output", "report", "csv", "md")
-THREAD_HELP = ("the debate's id: what `debate run` prints first (`debate THREAD`), the first column of "
-               "`debate list`, or the --thread-id the run was given")
+THREAD_HELP = (
+    "the debate's id: what `debate run` prints first (`debate THREAD`), the first column of "
+    "`debate list`, or the --thread-id the run was given"
+)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -30,7 +32,9 @@ def check_outputs(args: argparse.Namespace) -> None:
         target = getattr(args, flag, None)
         if target is None:
             continue
-        problem = _unwritable(Path(target)) if target.strip() else "is an empty name; give a file name"
+        problem = (
+            _unwritable(Path(target)) if target.strip() else "is an empty name; give a file name"
+        )
         if problem:
             raise UserError(f"--{flag} {quoted(target)} {problem}")
 
@@ -58,7 +62,9 @@ def _unwritable(path: Path) -> str | None:
 
 def _try_existing(path: Path) -> None:
     """Open an existing file without changing it; give a device (not a terminal) one byte, so a full one fails."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)  # a FIFO with no reader fails, never blocks
+    fd = os.open(
+        path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK
+    )  # a FIFO with no reader fails, never blocks
     try:
         if stat.S_ISCHR(os.fstat(fd).st_mode) and not os.isatty(fd):
             os.write(fd, b"\n")
@@ -92,7 +98,9 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     for flag, target, text in _documents(values, args):
         try:
             Path(target).write_text(redact(text()), encoding="utf-8")
-        except OSError as exc:  # the folder was checked before the debate; the disk may have filled since
+        except (
+            OSError
+        ) as exc:  # the folder was checked before the debate; the disk may have filled since
             failed.append(f"--{flag} {target} ({exc.strerror or exc}): {_again(flag, args)}")
     solution = values.get("solution")
     if solution:
@@ -103,12 +111,16 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     elif not getattr(args, "quiet", False):
         print("the debate has not finished; continue it with `debate resume`", file=sys.stderr)
     if failed:
-        raise OutputFailed("\n  ".join(["cannot write every output; the debate is saved.", *failed]))
+        raise OutputFailed(
+            "\n  ".join(["cannot write every output; the debate is saved.", *failed])
+        )
     return EXIT_OK
 
 
-def _documents(values: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str, Callable[[], str]]]:
-    """The outputs asked for: flag, file, and how to render its text."""
+def _documents(
+    values: dict[str, Any], args: argparse.Namespace
+) -> list[tuple[str, str, Callable[[], str]]]:
+    """Return the outputs asked for: flag, file, and how to render its text."""
     from debate_engine.app.positions_chart import report_files
     from debate_engine.app.report import export_state, render_report
     from debate_engine.nodes.synthesize import render_solution
@@ -121,15 +133,23 @@ def _documents(values: dict[str, Any], args: argparse.Namespace) -> list[tuple[s
         elif not getattr(args, "quiet", False):
             print(f"--output {output}: no solution to write yet", file=sys.stderr)
     elif output:
-        found.append(("output", output, lambda: json.dumps(export_state(values), indent=2, ensure_ascii=False)))
+        found.append(
+            (
+                "output",
+                output,
+                lambda: json.dumps(export_state(values), indent=2, ensure_ascii=False),
+            )
+        )
     if getattr(args, "report", None):
-        found += [("report", path, text) for path, text in report_files(values, args.report,
-                                                                       lambda: render_report(values))]
+        found += [
+            ("report", path, text)
+            for path, text in report_files(values, args.report, lambda: render_report(values))
+        ]
     return found
 
 
 def _again(flag: str, args: argparse.Namespace) -> str:
-    """The command that writes the output ``flag`` of a stored debate again."""
+    """Return the command that writes the output ``flag`` of a stored debate again."""
     thread = getattr(args, "thread_id", None) or getattr(args, "thread", None)
     db = f" --db {args.db}" if getattr(args, "db", None) else ""
     command = "report" if flag == "report" else "show"
@@ -137,42 +157,53 @@ def _again(flag: str, args: argparse.Namespace) -> str:
 
 
 def say(args: argparse.Namespace, line: str) -> None:
-    """A line of information on stderr, unless ``--quiet`` (which leaves errors only)."""
+    """Print a line of information on stderr, unless ``--quiet`` (which leaves errors only)."""
     if not getattr(args, "quiet", False):
         print(line, file=sys.stderr)
 
 
 def db_of(args: argparse.Namespace) -> str:
-    """The database a command uses: ``--db``, else the default."""
+    """Return the database a command uses: ``--db``, else the default."""
     from debate_engine.app.persistence import default_db
 
     return str(getattr(args, "db", None) or default_db())
 
 
 def add_db(parser: argparse.ArgumentParser) -> None:
-    """The ``--db`` option every stored-debate command takes."""
-    parser.add_argument("--db", default=None, help="checkpoint database: a path or postgresql://... "
-                        "(default $DEBATE_DB, else ~/.local/share/debate/debates.sqlite)")
+    """Add the ``--db`` option every stored-debate command takes."""
+    parser.add_argument(
+        "--db",
+        default=None,
+        help="checkpoint database: a path or postgresql://... "
+        "(default $DEBATE_DB, else ~/.local/share/debate/debates.sqlite)",
+    )
 
 
 def add_outputs(parser: argparse.ArgumentParser) -> None:
     """``--output`` and ``--report``."""
-    parser.add_argument("--output", help="FILE.json: the whole final state as JSON; FILE.md or FILE.txt: "
-                        "the solution's text")
+    parser.add_argument(
+        "--output",
+        help="FILE.json: the whole final state as JSON; FILE.md or FILE.txt: the solution's text",
+    )
     parser.add_argument("--report", help="write a Markdown report here")
 
 
 def add_progress(parser: argparse.ArgumentParser) -> None:
     """``--quiet``, ``-v/--verbose`` and ``--env-file``: the options of the commands that call models."""
     parser.add_argument("--quiet", action="store_true", help="print nothing on stderr but errors")
-    parser.add_argument("-v", "--verbose", action="store_true", help="show each model call and summary as it ends")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show each model call and summary as it ends"
+    )
     add_env_file(parser)
 
 
 def add_env_file(parser: argparse.ArgumentParser) -> None:
     """``--env-file FILE``."""
-    parser.add_argument("--env-file", help="read KEY=VALUE lines (API keys, DEBATE_MODEL, ...) from FILE; "
-                        "variables already set win")
+    parser.add_argument(
+        "--env-file",
+        help="read KEY=VALUE lines (API keys, DEBATE_MODEL, ...) from FILE; "
+        "variables already set win",
+    )
 
 
 def load_env_file(path: str | None) -> list[str]:
@@ -186,7 +217,9 @@ def load_env_file(path: str | None) -> list[str]:
     except UnicodeDecodeError:
         raise UserError(f"--env-file {path}: not UTF-8 text") from None
     except (RuntimeError, ValueError):  # ~nobody/..., a NUL byte
-        raise UserError(f"--env-file {path}: not a path that can be read; give a full path") from None
+        raise UserError(
+            f"--env-file {path}: not a path that can be read; give a full path"
+        ) from None
     values = _parse_env(text)
     loaded = [k for k, v in values.items() if v is not None and not os.environ.get(k)]
     for key in loaded:
@@ -195,7 +228,7 @@ def load_env_file(path: str | None) -> list[str]:
 
 
 def _parse_env(text: str) -> dict[str, str | None]:
-    """The file read as python-dotenv reads it (``export``, quotes, comments, multi-line values)."""
+    """Return the file read as python-dotenv reads it (``export``, quotes, comments, multi-line values)."""
     import io
 
     from dotenv import dotenv_values

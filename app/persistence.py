@@ -49,7 +49,7 @@ class StorageFailure(StorageTrouble, RuntimeError):
 
 
 def default_db() -> str:
-    """The database the command line uses when ``--db`` is not given."""
+    """Return the database the command line uses when ``--db`` is not given."""
     if os.environ.get("DEBATE_DB"):
         return os.environ["DEBATE_DB"]
     base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
@@ -57,12 +57,12 @@ def default_db() -> str:
 
 
 def is_postgres(db: str) -> bool:
-    """True for a PostgreSQL connection URL."""
+    """Return True for a PostgreSQL connection URL."""
     return db.startswith(("postgres://", "postgresql://"))
 
 
 def is_storage_error(exc: BaseException) -> bool:
-    """True for an error of SQLite or psycopg, the two databases the checkpointers use."""
+    """Return True for an error of SQLite or psycopg, the two databases the checkpointers use."""
     return isinstance(exc, sqlite3.Error) or type(exc).__module__.split(".")[0] == "psycopg"
 
 
@@ -85,7 +85,7 @@ async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
 
 
 def _failed(db: str, exc: BaseException) -> str:
-    """What failed, in words, without the URL's password or any configured secret."""
+    """Return what failed, in words, without the URL's password or any configured secret."""
     from debate_engine.providers.secrets import redact
 
     detail = " ".join(str(exc).split())[:300]
@@ -100,10 +100,14 @@ async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
         stack.push_async_callback(_settle, saver)  # runs before the connection closes
         await saver.conn.execute("PRAGMA journal_mode=WAL")
-        await saver.conn.execute("PRAGMA busy_timeout=30000")  # wait out a closing writer under load
+        await saver.conn.execute(
+            "PRAGMA busy_timeout=30000"
+        )  # wait out a closing writer under load
         await saver.setup()
     except sqlite3.Error as exc:
-        raise StorageError(f"cannot use the debate database {path}: {exc}; pass --db PATH") from None
+        raise StorageError(
+            f"cannot use the debate database {path}: {exc}; pass --db PATH"
+        ) from None
     return saver
 
 
@@ -117,7 +121,9 @@ async def _settle(saver: Any) -> None:
     """
     await asyncio.sleep(0)  # a write scheduled as the run ended takes its turn at the lock first
     async with saver.lock:  # the saver's own: held by each write from its insert to its commit
-        with contextlib.suppress(sqlite3.Error, ValueError):  # a failed or closed database: closing rolls back
+        with contextlib.suppress(
+            sqlite3.Error, ValueError
+        ):  # a failed or closed database: closing rolls back
             if saver.conn.in_transaction:
                 await saver.conn.rollback()
 
@@ -135,9 +141,13 @@ async def schema_lock(db: str) -> AsyncIterator[Any]:
     """
     import psycopg
 
-    async with await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10) as conn:
+    async with await psycopg.AsyncConnection.connect(
+        db, autocommit=True, connect_timeout=10
+    ) as conn:
         while True:
-            got = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))).fetchone()
+            got = await (
+                await conn.execute("SELECT pg_try_advisory_lock(%s)", (SCHEMA_LOCK,))
+            ).fetchone()
             if got and got[0]:
                 break
             await asyncio.sleep(0.1)
@@ -151,12 +161,16 @@ async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
         raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
     try:
         saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
-        async with schema_lock(db):  # two processes migrating at once collide on the migrations' keys
+        async with schema_lock(
+            db
+        ):  # two processes migrating at once collide on the migrations' keys
             await saver.setup()
     except Exception as exc:
         if not is_storage_error(exc):
             raise
-        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+        raise StorageError(
+            f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db"
+        ) from None
     return saver
 
 
@@ -174,11 +188,15 @@ def _sqlite_path(db: str) -> Path:
     except OSError as exc:  # a name too long for the file system
         raise StorageError(f"--db: cannot use {db} ({exc.strerror}); pass --db PATH") from None
     if is_dir:
-        raise StorageError(f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}")
+        raise StorageError(
+            f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StorageError(f"cannot create the folder of {path}: {exc.strerror}; pass --db PATH") from None
+        raise StorageError(
+            f"cannot create the folder of {path}: {exc.strerror}; pass --db PATH"
+        ) from None
     return path
 
 
@@ -195,12 +213,12 @@ async def thread_ids(saver: BaseCheckpointSaver) -> list[str]:
 
 
 def is_postgres_conn(conn: Any) -> bool:
-    """True for a psycopg connection."""
+    """Return True for a psycopg connection."""
     return type(conn).__module__.split(".")[0] == "psycopg"
 
 
 async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, Any] | None, bool]:
-    """A thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
+    """Return a thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
     newest checkpoint only."""
     found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
     if found is None:
@@ -212,7 +230,11 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, 
         status = {**status, "forked_from": channels["forked_from"]}
     unsettled = failed_tokens(found.pending_writes or [])
     if status and unsettled:
-        status = {**status, "tokens": status.get("tokens", 0) + unsettled, "unsettled_tokens": unsettled}
+        status = {
+            **status,
+            "tokens": status.get("tokens", 0) + unsettled,
+            "unsettled_tokens": unsettled,
+        }
     return status, waiting
 
 
@@ -222,7 +244,9 @@ def failed_tokens(writes: Any) -> int:
     total = 0
     for _, channel, value in writes:
         if channel == "__return__" and isinstance(value, dict) and value.get("failed"):
-            total += sum((a.get("usage") or {}).get("total_tokens", 0) for a in value.get("attempts") or [])
+            total += sum(
+                (a.get("usage") or {}).get("total_tokens", 0) for a in value.get("attempts") or []
+            )
     return total
 
 
@@ -248,7 +272,7 @@ async def athread_lock(db: str, thread: str) -> AsyncIterator[None]:
 
 
 def _file_lock(db: str, thread: str) -> IO[str]:
-    """The open, locked file that holds ``thread`` of the SQLite database ``db``."""
+    """Return the open, locked file that holds ``thread`` of the SQLite database ``db``."""
     tag = hashlib.sha256(thread.encode()).hexdigest()[:16]
     folder = Path(f"{_expanded(db)}.locks")
     folder.mkdir(parents=True, exist_ok=True)
@@ -261,17 +285,25 @@ def _file_lock(db: str, thread: str) -> IO[str]:
     return handle
 
 
-LOCK_SESSION_SQL = ("SET tcp_keepalives_idle = 5", "SET tcp_keepalives_interval = 2", "SET tcp_keepalives_count = 3")
+LOCK_SESSION_SQL = (
+    "SET tcp_keepalives_idle = 5",
+    "SET tcp_keepalives_interval = 2",
+    "SET tcp_keepalives_count = 3",
+)
 """A lost machine's lock is freed when the server's keepalives find its connection dead (~11 s), not hours later."""
 
 
 def lock_key(thread: str) -> int:
-    """The thread's advisory-lock key: a signed 64-bit number from its id."""
-    return int.from_bytes(hashlib.sha256(b"debate-thread\0" + thread.encode()).digest()[:8], "big", signed=True)
+    """Return the thread's advisory-lock key: a signed 64-bit number from its id."""
+    return int.from_bytes(
+        hashlib.sha256(b"debate-thread\0" + thread.encode()).digest()[:8], "big", signed=True
+    )
 
 
 def _busy(thread: str) -> ThreadBusy:
-    return ThreadBusy(f"debate {thread} is running in another process; wait for it or stop it first")
+    return ThreadBusy(
+        f"debate {thread} is running in another process; wait for it or stop it first"
+    )
 
 
 @asynccontextmanager
@@ -281,18 +313,22 @@ async def _advisory_lock(db: str, thread: str) -> AsyncIterator[None]:
     try:
         conn = await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise StorageError(f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db") from None
+        raise StorageError(
+            f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db"
+        ) from None
     async with conn:
         for setting in LOCK_SESSION_SQL:
             await conn.execute(setting)  # type: ignore[arg-type]
-        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),))).fetchone()
+        row = await (
+            await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),))
+        ).fetchone()
         if not row or not row[0]:
             raise _busy(thread)
         yield  # closing the connection ends the session and releases the lock
 
 
 async def athread_busy(db: str, thread: str) -> bool:
-    """True when another process runs ``thread`` now."""
+    """Return True when another process runs ``thread`` now."""
     try:
         async with athread_lock(db, thread):
             return False

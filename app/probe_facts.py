@@ -10,8 +10,20 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-KEYS = ("shard key", "cache port", "retry budget", "region code", "queue name", "token bucket size",
-        "lease timeout", "audit table", "canary share", "replica count", "index name", "rollout wave")
+KEYS = (
+    "shard key",
+    "cache port",
+    "retry budget",
+    "region code",
+    "queue name",
+    "token bucket size",
+    "lease timeout",
+    "audit table",
+    "canary share",
+    "replica count",
+    "index name",
+    "rollout wave",
+)
 
 
 @dataclass(frozen=True)
@@ -47,17 +59,17 @@ def _by_round(facts: list[Fact], lead: str) -> dict[str, str]:
 
 
 def briefings(facts: list[Fact]) -> dict[str, str]:
-    """The briefing note of each planting round."""
+    """Return the briefing note of each planting round."""
     return _by_round(facts, "Facts to keep for the rest of the debate: ")
 
 
 def reply_notes(facts: list[Fact]) -> dict[str, str]:
-    """The instruction added to every debater's task in each planting round."""
+    """Return the instruction added to every debater's task in each planting round."""
     return _by_round(facts, "In this reply, state each of these facts word for word: ")
 
 
 def landed(transcript: list[dict[str, Any]], facts: list[Fact]) -> list[Fact]:
-    """The facts that some debater's reply of their planting round actually states."""
+    """Return the facts that some debater's reply of their planting round actually states."""
     from debate_engine.nodes.views import DEBATER_KINDS
 
     replies: dict[int, str] = {}
@@ -68,5 +80,5 @@ def landed(transcript: list[dict[str, Any]], facts: list[Fact]) -> list[Fact]:
 
 
 def contains(text: str, fact: Fact) -> bool:
-    """A token search for the fact's exact value."""
+    """Return a token search for the fact's exact value."""
     return fact.value in text.replace("\\_", "_")

@@ -28,7 +28,7 @@ CLEAR = "\r\033[K"
 
 
 def expected_calls(agents: int, rounds: int, people: int = 0) -> int:
-    """The debate's model calls without clarifications and summaries.
+    """Return the debate's model calls without clarifications and summaries.
 
     ``agents`` proposals; per round ``agents * (agents - 1)`` critiques and ``agents`` refinements; one synthesis.
     ``people`` of the seats are persons, whose turns (a proposal, then ``agents`` a round) are not model calls.
@@ -39,7 +39,7 @@ def expected_calls(agents: int, rounds: int, people: int = 0) -> int:
 
 
 def expected_turn_calls(turns: int, moderated: bool) -> int:
-    """The roundtable's model calls without summaries.
+    """Return the roundtable's model calls without summaries.
 
     One per turn, the moderator's choice before each when it moderates, one synthesis.
     """
@@ -47,20 +47,24 @@ def expected_turn_calls(turns: int, moderated: bool) -> int:
 
 
 def planned_calls(settings: dict[str, Any], transcript: list[dict[str, Any]] | None = None) -> int:
-    """A stored debate's model calls without clarifications and summaries, whichever its protocol.
+    """Return a stored debate's model calls without clarifications and summaries, whichever its protocol.
 
     A roundtable's persons speak when their turn comes: the turns they have taken are taken off.
     """
     agents = settings.get("agents", [])
     if settings.get("protocol") == "roundtable":
         params = settings["roundtable"]
-        spoken = sum(t["speaker"].startswith(HUMAN_PREFIX) for t in transcript or [] if t["kind"] == "message")
+        spoken = sum(
+            t["speaker"].startswith(HUMAN_PREFIX)
+            for t in transcript or []
+            if t["kind"] == "message"
+        )
         return expected_turn_calls(params["max_turns"], params["order"] == "moderator") - spoken
     return expected_calls(len(agents), settings.get("rounds", 0), sum(is_human(a) for a in agents))
 
 
 def summary_line(values: dict[str, Any]) -> str:
-    """The whole debate's figures, from its state: time running (and stopped, after a resume), calls, tokens,
+    """Return the whole debate's figures, from its state: time running (and stopped, after a resume), calls, tokens,
     and the prompt cache's tokens and saving when the provider reported any.
 
     The same figures as the report's, however many runs the debate took.
@@ -70,14 +74,19 @@ def summary_line(values: dict[str, Any]) -> str:
     t = totals(values)
     stopped = f" (and {duration(t['stopped_s'])} stopped)" if t["stopped_s"] >= 1 else ""
     cache = cache_phrase(t)
-    return (f"took {duration(t['running_s'])}{stopped}: {counted(t['calls'], 'model call')}, {t['tokens']} tokens "
-            f"({t['prompt_tokens']} prompt + {t['completion_tokens']} completion)" + (f"; {cache}" if cache else ""))
+    return (
+        f"took {duration(t['running_s'])}{stopped}: {counted(t['calls'], 'model call')}, {t['tokens']} tokens "
+        f"({t['prompt_tokens']} prompt + {t['completion_tokens']} completion)"
+        + (f"; {cache}" if cache else "")
+    )
 
 
 class Progress:
     """Print the lines worth a user's attention; count calls and tokens as they come."""
 
-    def __init__(self, quiet: bool = False, verbose: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, quiet: bool = False, verbose: bool = False, stream: TextIO | None = None
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.quiet, self.verbose = quiet, verbose
         self.live = not quiet and bool(getattr(self.stream, "isatty", lambda: False)())
@@ -96,11 +105,22 @@ class Progress:
         made = totals(values)
         self.moderated = (settings.get("roundtable") or {}).get("order") == "moderator"
         self.roundtable = settings.get("protocol") == "roundtable"
-        self.calls, self.tokens, self.summaries = made["calls"], made["tokens"], status.get("summaries", 0)
+        self.calls, self.tokens, self.summaries = (
+            made["calls"],
+            made["tokens"],
+            status.get("summaries", 0),
+        )
         unplanned = sum(by_phase.get(p, {}).get("calls", 0) for p in ("clarify", "summarize"))
-        self.total = max(planned_calls(settings, values.get("transcript")) + unplanned, self.calls) if settings else 0
-        self.phase, self.round, self.rounds = status.get("phase", "setup"), status.get("round", 0), status.get(
-            "rounds", 0)
+        self.total = (
+            max(planned_calls(settings, values.get("transcript")) + unplanned, self.calls)
+            if settings
+            else 0
+        )
+        self.phase, self.round, self.rounds = (
+            status.get("phase", "setup"),
+            status.get("round", 0),
+            status.get("rounds", 0),
+        )
 
     def show(self, event: dict[str, Any]) -> None:
         """Take one custom stream event."""
@@ -122,7 +142,7 @@ class Progress:
             self._drawn = False
 
     def finish(self, values: dict[str, Any]) -> None:
-        """The run's one summary line, unless quiet."""
+        """Print the run's one summary line, unless quiet."""
         self.close()
         if not self.quiet:
             self._print(summary_line(values))
@@ -132,8 +152,13 @@ class Progress:
         if kind == "debate_started":
             self.rounds = event.get("rounds", 0)
             self.roundtable = roundtable = event.get("protocol") == "roundtable"
-            self.total = (expected_turn_calls(self.rounds, self.moderated) if roundtable
-                          else expected_calls(len(event.get("agents", [])), self.rounds, event.get("people", 0)))
+            self.total = (
+                expected_turn_calls(self.rounds, self.moderated)
+                if roundtable
+                else expected_calls(
+                    len(event.get("agents", [])), self.rounds, event.get("people", 0)
+                )
+            )
         elif kind == "phase_started":
             self.phase, self.round = event["phase"], event.get("round", self.round)
             self.rounds = event.get("rounds", self.rounds)
@@ -143,18 +168,23 @@ class Progress:
             self.summaries += 1
             self.calls += event.get("calls", 1)
             self.total += event.get("calls", 1)
-        elif kind == "spend":  # a step has been charged: the state's own figures replace the running count
+        elif (
+            kind == "spend"
+        ):  # a step has been charged: the state's own figures replace the running count
             self.calls, self.tokens = event["calls"], event["tokens"]
             self.total = max(self.total, self.calls)
-        elif kind in ("budget_stop", "converged", "quality_reached") or (kind == "moderation"
-                                                                          and event.get("converged")):
+        elif kind in ("budget_stop", "converged", "quality_reached") or (
+            kind == "moderation" and event.get("converged")
+        ):
             self.total = self.calls + 1  # the judge's synthesis is all that is left
 
     def _contribution(self, event: dict[str, Any]) -> None:
         """One call ended; a roundtable's turns and the moderator's choices also say where the debate is."""
         requests, prompt, completion = _spent(event)
         if self.roundtable and str(event.get("agent_id", "")).startswith(HUMAN_PREFIX):
-            self.total -= 1  # a person's turn: no model call, and who speaks when is known only then
+            self.total -= (
+                1  # a person's turn: no model call, and who speaks when is known only then
+            )
         self.calls += requests
         self.tokens += prompt + completion
         self.total += (event.get("kind") in ("clarification", "assessment")) + max(0, requests - 1)
@@ -174,11 +204,17 @@ class Progress:
             return f"{where} {event['phase']}"
         if kind == "summarization_error":
             return f"  {event['agent_id']}: summary failed ({event['error']}); going on with the previous one"
-        if kind == "contribution" and event.get("unseen") and self._gaps.get(event["agent_id"]) != event["unseen"][0]:
+        if (
+            kind == "contribution"
+            and event.get("unseen")
+            and self._gaps.get(event["agent_id"]) != event["unseen"][0]
+        ):
             self._gaps[event["agent_id"]] = event["unseen"][0]
             first, end = event["unseen"]
-            return (f"  {event['agent_id']}: transcript positions {first}-{end - 1} fit neither its summary nor its "
-                    "view (summaries are failing); they stay in the transcript")
+            return (
+                f"  {event['agent_id']}: transcript positions {first}-{end - 1} fit neither its summary nor its "
+                "view (summaries are failing); they stay in the transcript"
+            )
         if not self.verbose:
             return None
         if kind == "contribution":
@@ -186,10 +222,14 @@ class Progress:
             cut = " (cut at the output limit)" if event.get("truncated") else ""
             requests, prompt, completion = _spent(event)
             tries = f" in {requests} requests" if requests > 1 else ""
-            return (f"  {event['agent_id']}{on}: {event['kind']} done{tries}, {prompt} prompt + {completion} "
-                    f"completion tokens, {event.get('latency_ms', 0) / 1000:.1f}s{cut}")
+            return (
+                f"  {event['agent_id']}{on}: {event['kind']} done{tries}, {prompt} prompt + {completion} "
+                f"completion tokens, {event.get('latency_ms', 0) / 1000:.1f}s{cut}"
+            )
         if kind == "spend":
-            return f"  spent so far: {counted(event['calls'], 'model call')}, {event['tokens']} tokens"
+            return (
+                f"  spent so far: {counted(event['calls'], 'model call')}, {event['tokens']} tokens"
+            )
         if kind == "summarization_started":
             return f"  {event['agent_id']}: summarizing {counted(event['turns'], 'turn')} ({event['reason']})"
         if kind == "summarization_completed":
@@ -205,15 +245,17 @@ class Progress:
         of = f"/{self.total}" if self.total else ""
         summaries = f", {counted(self.summaries, 'summary', 'summaries')}" if self.summaries else ""
         unit = "turn" if self.roundtable else "round"  # a roundtable's turns count as its rounds
-        text = (f"{self.phase} · {unit} {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
-                f"· {self.tokens} tokens")
+        text = (
+            f"{self.phase} · {unit} {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
+            f"· {self.tokens} tokens"
+        )
         self.stream.write(CLEAR + text)
         self.stream.flush()
         self._drawn = True
 
 
 def _spent(event: dict[str, Any]) -> tuple[int, int, int]:
-    """A call's requests and tokens as charged (``nodes.status.spent``); our own count for an event without them."""
+    """Return a call's requests and tokens as charged (``nodes.status.spent``); our own count for an event without them."""
     if "requests" in event:
         return event["requests"], event["input_tokens"], event["output_tokens"]
     return 1, event.get("prompt_tokens", 0), event.get("tokens", 0)

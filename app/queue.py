@@ -28,7 +28,13 @@ from procrastinate.jobs import Job
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.persistence import StorageError, ThreadBusy, athread_lock, is_postgres, schema_lock
+from debate_engine.app.persistence import (
+    StorageError,
+    ThreadBusy,
+    athread_lock,
+    is_postgres,
+    schema_lock,
+)
 
 QUEUE = "debates"
 TASK = "debate.run"
@@ -98,46 +104,68 @@ async def reachable(db: str) -> None:
     try:
         conn = await psycopg.AsyncConnection.connect(db, connect_timeout=5)
     except psycopg.ProgrammingError as exc:
-        reason = redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
-        raise StorageError(f"--db is not a valid PostgreSQL URL ({reason}); "
-                           "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME") from None
+        reason = (
+            redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
+        )
+        raise StorageError(
+            f"--db is not a valid PostgreSQL URL ({reason}); "
+            "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
+        ) from None
     except psycopg.OperationalError as exc:
         reason = redact(" ".join(str(exc).split())[:300]) or type(exc).__name__
-        raise StorageError(f"cannot reach PostgreSQL at {server_of(db)}: {reason}; "
-                           "check that the server runs and the --db / DEBATE_DB URL") from None
+        raise StorageError(
+            f"cannot reach PostgreSQL at {server_of(db)}: {reason}; "
+            "check that the server runs and the --db / DEBATE_DB URL"
+        ) from None
     await conn.close()
 
 
 def lost_database(exc: BaseException, db: str) -> BaseException:
-    """A database failure as a named StorageError; any other exception unchanged."""
+    """Return a database failure as a named StorageError; any other exception unchanged."""
     import psycopg
     from procrastinate.exceptions import ConnectorException
 
     if isinstance(exc, ConnectorException) and isinstance(exc.__cause__, psycopg.Error):
         exc = exc.__cause__
     if isinstance(exc, psycopg.Error | ConnectorException):
-        return StorageError(f"lost PostgreSQL at {server_of(db)} ({type(exc).__name__}); "
-                            "unfinished debates stay in the queue and continue when a worker runs again")
+        return StorageError(
+            f"lost PostgreSQL at {server_of(db)} ({type(exc).__name__}); "
+            "unfinished debates stay in the queue and continue when a worker runs again"
+        )
     return exc
 
 
 def make_app(db: str) -> App:
-    """The procrastinate app on ``db`` with the debate task."""
-    app = App(connector=PsycopgConnector(conninfo=db, min_size=1, max_size=4, kwargs={"connect_timeout": 10}))
+    """Return the procrastinate app on ``db`` with the debate task."""
+    app = App(
+        connector=PsycopgConnector(
+            conninfo=db, min_size=1, max_size=4, kwargs={"connect_timeout": 10}
+        )
+    )
     app.task(name=TASK, queue=QUEUE, pass_context=True, retry=Retry())(run_debate)
     return app
 
 
 @asynccontextmanager
 async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
-    """The opened app and a checkpoint saver on a pool of ``size`` connections, tables created as needed."""
+    """Yield the opened app and a checkpoint saver on a pool of ``size`` connections, tables created as needed."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
     await reachable(db)
-    pool = AsyncConnectionPool(db, min_size=1, max_size=max(size, 1), open=False, kwargs={
-        "autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "connect_timeout": 10})
+    pool = AsyncConnectionPool(
+        db,
+        min_size=1,
+        max_size=max(size, 1),
+        open=False,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "connect_timeout": 10,
+        },
+    )
     await pool.open(wait=True, timeout=30)
     try:
         saver = AsyncPostgresSaver(conn=pool)  # type: ignore[arg-type]
@@ -154,7 +182,9 @@ async def prepare(db: str, saver: Any) -> None:
     from procrastinate.schema import SchemaManager
 
     async with schema_lock(db) as conn:
-        row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")).fetchone()
+        row = await (
+            await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
+        ).fetchone()
         if not row or not row[0]:
             await conn.execute(SchemaManager.get_schema())
         await conn.execute(NOTES_SQL)  # type: ignore[arg-type]
@@ -162,24 +192,44 @@ async def prepare(db: str, saver: Any) -> None:
     # closing the connection released the lock
 
 
-def new_job(thread_id: str, problem: str, context: dict[str, Any], protocol: str = "phases",
-            samples: int | None = None) -> Job:
-    """A job for one thread (a sample's with its ``samples``): ``lock`` runs one job per thread at a time,
+def new_job(
+    thread_id: str,
+    problem: str,
+    context: dict[str, Any],
+    protocol: str = "phases",
+    samples: int | None = None,
+) -> Job:
+    """Return a job for one thread (a sample's with its ``samples``): ``lock`` runs one job per thread at a time,
     ``queueing_lock`` queues it once."""
-    given: dict[str, Any] = {"thread_id": thread_id, "problem": problem, "context": context, "protocol": protocol}
-    return Job(queue=QUEUE, lock=thread_id, queueing_lock=thread_id, task_name=TASK,
-               task_kwargs=given if samples is None else {**given, "samples": samples})
+    given: dict[str, Any] = {
+        "thread_id": thread_id,
+        "problem": problem,
+        "context": context,
+        "protocol": protocol,
+    }
+    return Job(
+        queue=QUEUE,
+        lock=thread_id,
+        queueing_lock=thread_id,
+        task_name=TASK,
+        task_kwargs=given if samples is None else {**given, "samples": samples},
+    )
 
 
 async def note(app: App, job: Job, *, worker: str | None = None, error: str | None = None) -> None:
     """Record who runs a job (``debate jobs`` shows it) or why it failed."""
     await app.connector.execute_query_async(  # type: ignore[attr-defined]
-        NOTE_SQL, job_id=job.id, thread_id=job.lock, worker_id=job.worker_id if worker else None,
-        worker=worker, error=error)
+        NOTE_SQL,
+        job_id=job.id,
+        thread_id=job.lock,
+        worker_id=job.worker_id if worker else None,
+        worker=worker,
+        error=error,
+    )
 
 
 def error_text(exc: BaseException) -> str:
-    """A failure in one line, named, secrets removed."""
+    """Return a failure in one line, named, secrets removed."""
     from debate_engine.providers.errors import is_provider_error
     from debate_engine.providers.secrets import redact
 
@@ -189,15 +239,24 @@ def error_text(exc: BaseException) -> str:
     return redact(text)[:500]
 
 
-async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: dict[str, Any],
-                     protocol: str = "phases", samples: int = 1) -> str:
-    """The task: run (or continue) one debate thread to its end (a job naming no protocol: a phase debate's)."""
+async def run_debate(
+    job: JobContext,
+    *,
+    thread_id: str,
+    problem: str,
+    context: dict[str, Any],
+    protocol: str = "phases",
+    samples: int = 1,
+) -> str:
+    """Return the task: run (or continue) one debate thread to its end (a job naming no protocol: a phase debate's)."""
     extra = job.additional_context
     name = extra["worker"]
     await note(job.app, job.job, worker=name)
     try:
         async with athread_lock(extra["db"], thread_id):
-            values = await drive_thread(extra["graphs"], thread_id, problem, context, name, protocol, samples)
+            values = await drive_thread(
+                extra["graphs"], thread_id, problem, context, name, protocol, samples
+            )
     except asyncio.CancelledError:
         if job.abort_reason() != AbortReason.SHUTDOWN:
             raise
@@ -213,8 +272,15 @@ async def run_debate(job: JobContext, *, thread_id: str, problem: str, context: 
     return "done"
 
 
-async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, context: dict[str, Any], name: str,
-                       protocol: str = "phases", samples: int = 1) -> Any:
+async def drive_thread(
+    graphs: dict[str, Any],
+    thread_id: str,
+    problem: str,
+    context: dict[str, Any],
+    name: str,
+    protocol: str = "phases",
+    samples: int = 1,
+) -> Any:
     """Start the thread from its problem, or continue it from its last checkpoint; answer no questions.
 
     A stored thread continues on the protocol its state names, whatever the job says (resubmitting continues
@@ -230,38 +296,67 @@ async def drive_thread(graphs: dict[str, Any], thread_id: str, problem: str, con
     protocol = protocol_of(snapshot.values) if snapshot.values else protocol
     graph, settings = graphs[protocol], context_for(protocol, context)
     if graph is not graphs["phases"]:
-        snapshot = await graph.aget_state(config)  # what runs next, only the thread's own graph knows
+        snapshot = await graph.aget_state(
+            config
+        )  # what runs next, only the thread's own graph knows
     if snapshot.values and not snapshot.next and not snapshot.interrupts:
         return snapshot.values  # finished before this job ran
     if not snapshot.values and not problem:
         raise UserError(f"thread {thread_id} holds no debate and the job has no problem")
     status = snapshot.values.get("status") or {}
-    _say(name, f"{thread_id}: " + (f"continuing at round {status.get('round')}/{status.get('rounds')}, "
-                                   f"{status.get('phase')}" if snapshot.values else f"starting ({protocol})"))
+    _say(
+        name,
+        f"{thread_id}: "
+        + (
+            f"continuing at round {status.get('round')}/{status.get('rounds')}, "
+            f"{status.get('phase')}"
+            if snapshot.values
+            else f"starting ({protocol})"
+        ),
+    )
     # The settings travel with the input too: a debate stopped before its setup finished resumes with them
     # anywhere (`debate resume` included); once setup has fixed them in state, the context no longer matters.
-    payload: Any = None if snapshot.values else {"problem": problem, "context": context_dict(settings),
-                                                 **({"samples": samples} if protocol == "sample" else {})}
+    payload: Any = (
+        None
+        if snapshot.values
+        else {
+            "problem": problem,
+            "context": context_dict(settings),
+            **({"samples": samples} if protocol == "sample" else {}),
+        }
+    )
     while True:
-        stream = graph.astream(payload, config, context=settings, stream_mode="updates", durability="sync")
+        stream = graph.astream(
+            payload, config, context=settings, stream_mode="updates", durability="sync"
+        )
         async for _ in stream:
             pass
         snapshot = await graph.aget_state(config)
         if not snapshot.interrupts:
             return snapshot.values
         request = snapshot.interrupts[0].value
-        if "questions" not in request:  # a person's turn: nobody here can answer it, and asking again loops
-            raise UserError(f"thread {thread_id} waits for a person's answer; answer it with `debate resume`")
-        payload = Command(resume={e["agent_id"]: [""] * len(e["questions"]) for e in request["questions"]})
+        if (
+            "questions" not in request
+        ):  # a person's turn: nobody here can answer it, and asking again loops
+            raise UserError(
+                f"thread {thread_id} waits for a person's answer; answer it with `debate resume`"
+            )
+        payload = Command(
+            resume={e["agent_id"]: [""] * len(e["questions"]) for e in request["questions"]}
+        )
 
 
 async def sweep_stalled(app: App, stall_s: float) -> int:
     """Requeue the running jobs of workers without a heartbeat for ``stall_s`` (one sweeper at a time)."""
     async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
-        got = await (await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))).fetchone()
+        got = await (
+            await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))
+        ).fetchone()
         if not got or not got[0]:
             return 0
-        stalled = list(await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stall_s))
+        stalled = list(
+            await app.job_manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stall_s)
+        )
         for job in stalled:
             await app.job_manager.retry_job(job)
     return len(stalled)

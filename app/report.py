@@ -21,7 +21,7 @@ ROUND_KINDS = {"proposal": "Proposals", "critique": "Critiques", "refinement": "
 
 
 def export_state(values: dict[str, Any]) -> dict[str, Any]:
-    """The fields a user keeps from a debate, as plain JSON-ready data."""
+    """Return the fields a user keeps from a debate, as plain JSON-ready data."""
     settings = values.get("settings") or {}
     return {
         "problem": values.get("problem", ""),
@@ -43,7 +43,7 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def values_from_export(data: dict[str, Any]) -> dict[str, Any]:
-    """A debate's values from its ``--output`` JSON: the inverse of :func:`export_state`."""
+    """Return a debate's values from its ``--output`` JSON: the inverse of :func:`export_state`."""
     settings = {**(data.get("settings") or {}), "agents": data.get("agents") or []}
     if data.get("judge"):
         settings["judge"] = data["judge"]
@@ -55,7 +55,9 @@ def _public(profile: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quote(text: str) -> str:
-    return "\n".join(f"> {line}" if line.strip() else ">" for line in (text or "(empty)").splitlines())
+    return "\n".join(
+        f"> {line}" if line.strip() else ">" for line in (text or "(empty)").splitlines()
+    )
 
 
 def _cell(text: Any) -> str:
@@ -74,7 +76,9 @@ def render_report(values: dict[str, Any]) -> str:
             lines += [f"**{turn['speaker']}**", "", _quote(turn["content"]), ""]
     if (values.get("settings") or {}).get("protocol") == "roundtable":
         lines += _turns(values)
-    for r in sorted({t["round"] for t in transcript if t["round"] > 0 and t["kind"] in ROUND_KINDS}):
+    for r in sorted(
+        {t["round"] for t in transcript if t["round"] > 0 and t["kind"] in ROUND_KINDS}
+    ):
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
     lines += _recorded(values.get("facets") or {})
@@ -86,10 +90,17 @@ def render_report(values: dict[str, Any]) -> str:
 
 
 def _agents(settings: dict[str, Any]) -> list[str]:
-    lines = ["## Agents", "", "| id | role | model | temperature | window | max output |", "|---|---|---|---|---|---|"]
+    lines = [
+        "## Agents",
+        "",
+        "| id | role | model | temperature | window | max output |",
+        "|---|---|---|---|---|---|",
+    ]
     for a in [*settings.get("agents", []), *([settings["judge"]] if settings.get("judge") else [])]:
-        lines.append(f"| {_cell(a['id'])} | {a['role']} | `{_cell(a['model'])}` | {a['temperature']} "
-                     f"| {a.get('context_window', '')} | {a.get('max_output_tokens', '')} |")
+        lines.append(
+            f"| {_cell(a['id'])} | {a['role']} | `{_cell(a['model'])}` | {a['temperature']} "
+            f"| {a.get('context_window', '')} | {a.get('max_output_tokens', '')} |"
+        )
     return lines
 
 
@@ -100,31 +111,48 @@ def _round(transcript: list[dict[str, Any]], r: int) -> list[str]:
         if turns:
             lines += ["", f"### {title}", ""]
         for turn in turns:
-            who = f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
+            who = (
+                f"{turn['speaker']} on {turn['target']}" if turn.get("target") else turn["speaker"]
+            )
             lines += [f"#### {who}", *_contribution(turn)]
     return lines
 
 
 def _turns(values: dict[str, Any]) -> list[str]:
-    """The roundtable's conversation in order, and the moderator's last choice when it moderates."""
+    """Return the roundtable's conversation in order, and the moderator's last choice when it moderates."""
     lines = ["", "## Turns", ""]
     for turn in values.get("transcript", []):
         if turn["kind"] == "message":
-            who = turn["speaker"] if turn["role"] == turn["speaker"] else f"{turn['speaker']} ({turn['role']})"
+            who = (
+                turn["speaker"]
+                if turn["role"] == turn["speaker"]
+                else f"{turn['speaker']} ({turn['role']})"
+            )
             lines += [f"### Turn {turn['round']}: {who}", *_contribution(turn)]
     choice = values.get("moderation")
     if choice:
         verdict = "; it declared the debate converged" if choice.get("converged") else ""
-        lines += ["", "## Moderation", "", f"The moderator's last choice, for turn {choice['turn']}: "
-                  f"**{_cell(choice['speaker'])}**{verdict}.", "", _quote(choice.get("reason", ""))]
+        lines += [
+            "",
+            "## Moderation",
+            "",
+            f"The moderator's last choice, for turn {choice['turn']}: "
+            f"**{_cell(choice['speaker'])}**{verdict}.",
+            "",
+            _quote(choice.get("reason", "")),
+        ]
     return lines
 
 
 def _contribution(turn: dict[str, Any]) -> list[str]:
     """One turn's figures (what its speaker saw, whether it was cut) and its text."""
     seen = turn.get("view") or {}
-    audit = (f" · saw {counted(seen.get('turns', 0), 'turn')} verbatim, summary {seen.get('summary_id') or 'none'}, "
-             f"{seen.get('prompt_tokens', 0)} prompt tokens" if seen else "")
+    audit = (
+        f" · saw {counted(seen.get('turns', 0), 'turn')} verbatim, summary {seen.get('summary_id') or 'none'}, "
+        f"{seen.get('prompt_tokens', 0)} prompt tokens"
+        if seen
+        else ""
+    )
     cut = " · **cut at the output limit**" if turn.get("truncated") else ""
     return ["", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
 
@@ -132,22 +160,36 @@ def _contribution(turn: dict[str, Any]) -> list[str]:
 def _summaries(log: list[dict[str, Any]]) -> list[str]:
     if not log:
         return []
-    lines = ["", "## Summaries", "", "| id | agent | round | depth | calls | strategy | reason | tokens before → after "
-             "| status |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Summaries",
+        "",
+        "| id | agent | round | depth | calls | strategy | reason | tokens before → after "
+        "| status |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for s in log:
         error = f" ({_cell(s['error'])})" if s.get("error") else ""
-        lines.append(f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s.get('calls', 1)} "
-                     f"| {s['strategy']} | {_cell(s['reason'])} | {s['tokens_before']} → {s['tokens_after']} "
-                     f"| {s['status']}{error} |")
+        lines.append(
+            f"| {s['id']} | {s['agent_id']} | {s['round']} | {s['depth']} | {s.get('calls', 1)} "
+            f"| {s['strategy']} | {_cell(s['reason'])} | {s['tokens_before']} → {s['tokens_after']} "
+            f"| {s['status']}{error} |"
+        )
     return lines
 
 
 def _recorded(registry: dict[str, dict[str, Any]]) -> list[str]:
-    """What the summaries recorded across the whole debate, most referenced first (the judge is shown the same)."""
+    """Return what the summaries recorded across the whole debate, most referenced first (the judge is shown the same)."""
     digest = registry_digest(registry, per_facet=12)
     if not digest:
         return []
-    lines = ["", "## Recorded across the summaries", "", "| facet | item | summaries that recorded it |", "|---|---|---|"]
+    lines = [
+        "",
+        "## Recorded across the summaries",
+        "",
+        "| facet | item | summaries that recorded it |",
+        "|---|---|---|",
+    ]
     for title, items in digest:
         lines += [f"| {title} | {_cell(text)} | {count} |" for text, count in items]
     return lines
@@ -158,23 +200,40 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
     if not solution:
         return [*lines, "*No solution yet: the debate did not finish.*"]
     lines.append(_quote(solution["description"]))
-    for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"),
-                       ("Recommendations", "recommendations"), ("Open risks", "open_risks")):
+    for title, key in (
+        ("Key decisions", "key_decisions"),
+        ("Trade-offs", "trade_offs"),
+        ("Recommendations", "recommendations"),
+        ("Open risks", "open_risks"),
+    ):
         if solution.get(key):
             lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
     if solution.get("structured"):
-        lines += ["", f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}"]
+        lines += [
+            "",
+            f"**Confidence:** {solution['confidence']}/100. {_cell(solution['confidence_reasons'])}",
+        ]
     else:
-        lines += ["", "*The judge gave no structured answer (its model could not, or its answer did not parse): "
-                      "the solution is its plain text, with no lists and no stated confidence.*"]
+        lines += [
+            "",
+            "*The judge gave no structured answer (its model could not, or its answer did not parse): "
+            "the solution is its plain text, with no lists and no stated confidence.*",
+        ]
     return lines
 
 
 def _estimated(prices: dict[str, Any]) -> str:
     """Which cache prices the price list lacked and the provider's published ratio stood in for."""
-    named = [f"{spec} ({' and '.join(p['estimated']).replace('_', ' ')})" for spec, p in sorted(prices.items())
-             if p.get("estimated")]
-    return ("; cache prices estimated from the provider's published ratio: " + ", ".join(named)) if named else ""
+    named = [
+        f"{spec} ({' and '.join(p['estimated']).replace('_', ' ')})"
+        for spec, p in sorted(prices.items())
+        if p.get("estimated")
+    ]
+    return (
+        ("; cache prices estimated from the provider's published ratio: " + ", ".join(named))
+        if named
+        else ""
+    )
 
 
 def _figures(values: dict[str, Any]) -> list[str]:
@@ -185,38 +244,92 @@ def _figures(values: dict[str, Any]) -> list[str]:
     cut += f" and {len(f['cut']) - 10} more" if len(f["cut"]) > 10 else ""
     rows = [
         ("time running", f"{duration(f['running_s'])} (model calls and the steps between them)"),
-        ("time stopped", f"{duration(f['stopped_s'])} (interrupted until resumed, or waiting for answers)"),
-        ("wall time", duration(f["wall_s"]) + " (set-up to last step)" if f["wall_s"] is not None else "unknown"),
+        (
+            "time stopped",
+            f"{duration(f['stopped_s'])} (interrupted until resumed, or waiting for answers)",
+        ),
+        (
+            "wall time",
+            duration(f["wall_s"]) + " (set-up to last step)"
+            if f["wall_s"] is not None
+            else "unknown",
+        ),
         *([("before the fork", kept)] if (kept := kept_line(values)) else []),
-        ("model calls", f"{total['calls']} ({counted(f['turn_calls'], 'turn')}, " + (
-            f"{counted(f['moderation_calls'], 'moderator call')}, " if f["moderation_calls"] else "")
-         + (f"{counted(f['assessment_calls'], 'check by the judge', 'checks by the judge')}, "
-            if f["assessment_calls"] else "")
-         + f"{counted(f['summary_calls'], 'summary call')})"),
-        ("prompt tokens", total["prompt"]), ("completion tokens", total["completion"]),
+        (
+            "model calls",
+            f"{total['calls']} ({counted(f['turn_calls'], 'turn')}, "
+            + (
+                f"{counted(f['moderation_calls'], 'moderator call')}, "
+                if f["moderation_calls"]
+                else ""
+            )
+            + (
+                f"{counted(f['assessment_calls'], 'check by the judge', 'checks by the judge')}, "
+                if f["assessment_calls"]
+                else ""
+            )
+            + f"{counted(f['summary_calls'], 'summary call')})",
+        ),
+        ("prompt tokens", total["prompt"]),
+        ("completion tokens", total["completion"]),
         ("total tokens", total["prompt"] + total["completion"]),
-        ("cost", f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"
-         + _estimated((values.get("settings") or {}).get("prices") or {})),
+        (
+            "cost",
+            f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"
+            + _estimated((values.get("settings") or {}).get("prices") or {}),
+        ),
         ("cached prompt tokens", cache_phrase(f) or "0 (the provider reported none)"),
-        ("summaries", f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)"),
-        ("retries", f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "
-                    "at the output limit asked again)"),
-        ("failures", f"{f['failed_summaries']} failed summaries; {f['failed_requests']} requests that returned "
-                     "nothing (refused ones bill nothing; one abandoned at its deadline is charged as estimated; a call "
-                     "that fails after its retries stops the run, and resume asks it again)"),
+        (
+            "summaries",
+            f"{f['summaries']} made, {f['tokens_saved']} tokens saved (tokens before minus after)",
+        ),
+        (
+            "retries",
+            f"{counted(f['extra_summary_calls'], 'extra summary call')} (material read in parts, or a reply cut "
+            "at the output limit asked again)",
+        ),
+        (
+            "failures",
+            f"{f['failed_summaries']} failed summaries; {f['failed_requests']} requests that returned "
+            "nothing (refused ones bill nothing; one abandoned at its deadline is charged as estimated; a call "
+            "that fails after its retries stops the run, and resume asks it again)",
+        ),
         ("cut at the output limit", cut),
         ("latency per call", f"mean {mean} s, max {top} s (model time, without queue time)"),
     ]
-    lines = ["", "## Figures", "", "| figure | value |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows]]
-    lines += ["", "### By agent", "", "| agent | calls | prompt tokens | completion tokens | mean latency (s) "
-              "| max latency (s) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Figures",
+        "",
+        "| figure | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in rows],
+    ]
+    lines += [
+        "",
+        "### By agent",
+        "",
+        "| agent | calls | prompt tokens | completion tokens | mean latency (s) "
+        "| max latency (s) |",
+        "|---|---|---|---|---|---|",
+    ]
     for agent, g in [*f["by_agent"].items(), ("**total**", total)]:
-        lines.append(f"| {_cell(agent)} | {g['calls']} | {g['prompt']} | {g['completion']} "
-                     f"| {' | '.join(latency(g['latency_ms']))} |")
-    lines += ["", "### By agent and phase", "", "| agent | phase | calls | prompt tokens | completion tokens "
-              "| mean latency (s) | cut at the output limit |", "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {_cell(agent)} | {g['calls']} | {g['prompt']} | {g['completion']} "
+            f"| {' | '.join(latency(g['latency_ms']))} |"
+        )
+    lines += [
+        "",
+        "### By agent and phase",
+        "",
+        "| agent | phase | calls | prompt tokens | completion tokens "
+        "| mean latency (s) | cut at the output limit |",
+        "|---|---|---|---|---|---|---|",
+    ]
     order = list(f["by_agent"])
     for (agent, phase), g in sorted(f["by_phase"].items(), key=lambda kv: order.index(kv[0][0])):
-        lines.append(f"| {_cell(agent)} | {phase} | {g['calls']} | {g['prompt']} | {g['completion']} "
-                     f"| {latency(g['latency_ms'])[0]} | {g['cut']} |")
+        lines.append(
+            f"| {_cell(agent)} | {phase} | {g['calls']} | {g['prompt']} | {g['completion']} "
+            f"| {latency(g['latency_ms'])[0]} | {g['cut']} |"
+        )
     return lines

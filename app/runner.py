@@ -53,7 +53,9 @@ class _Executor(ThreadPoolExecutor):
     abandon = False
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        super().shutdown(wait=wait and not self.abandon, cancel_futures=cancel_futures or self.abandon)
+        super().shutdown(
+            wait=wait and not self.abandon, cancel_futures=cancel_futures or self.abandon
+        )
 
 
 def run_until_signal(work: Awaitable[T]) -> T:
@@ -83,7 +85,9 @@ def run_until_signal(work: Awaitable[T]) -> T:
     return asyncio.run(main())
 
 
-async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, progress: Progress) -> Any:
+async def drive(
+    graph: Any, payload: Any, config: RunnableConfig, context: Any, progress: Progress
+) -> Any:
     """Stream the graph to its end, answering its questions (clarifications, persons' turns) at the terminal.
 
     With no input (a resume) a question already pending is asked first, so the phase is not run again for it.
@@ -91,7 +95,9 @@ async def drive(graph: Any, payload: Any, config: RunnableConfig, context: Any, 
     if payload is None and (pending := (await graph.aget_state(config)).interrupts):
         payload = Command(resume=await answers(pending))
     while True:
-        stream = graph.astream(payload, config, context=context, stream_mode=["custom", "updates"], durability="sync")
+        stream = graph.astream(
+            payload, config, context=context, stream_mode=["custom", "updates"], durability="sync"
+        )
         async for mode, chunk in stream:
             if mode == "custom":
                 progress.show(chunk)
@@ -108,11 +114,20 @@ async def answers(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
     A person's answer is read in a thread: Ctrl-C then stops the run at once, the question still pending.
     """
     out: dict[str, Any] = {}
-    for item in sorted(interrupts, key=lambda i: (str(i.value.get("seat")), str(i.value.get("target")))
-                       if is_person_question(i.value) else ("", "")):
+    for item in sorted(
+        interrupts,
+        key=lambda i: (
+            (str(i.value.get("seat")), str(i.value.get("target")))
+            if is_person_question(i.value)
+            else ("", "")
+        ),
+    ):
         try:
-            out[item.id] = (await asyncio.to_thread(answer_turn, item.value) if is_person_question(item.value)
-                            else ask(item.value))
+            out[item.id] = (
+                await asyncio.to_thread(answer_turn, item.value)
+                if is_person_question(item.value)
+                else ask(item.value)
+            )
         except UserError:
             if not out:
                 raise
@@ -125,7 +140,10 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
     answers: dict[str, list[str]] = {}
     interactive = sys.stdin.isatty()
     if not interactive:
-        print("clarifications: no terminal to ask; every question is recorded with no answer", file=sys.stderr)
+        print(
+            "clarifications: no terminal to ask; every question is recorded with no answer",
+            file=sys.stderr,
+        )
     for entry in request.get("questions", []):
         answers[entry["agent_id"]] = []
         for question in entry["questions"]:
@@ -138,7 +156,7 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def graph_for(context_or_protocol: Any, saver: Any) -> Any:
-    """The phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
+    """Return the phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
     from debate_engine.config.context import RoundtableContext
 
     if context_or_protocol == "sample":
@@ -149,12 +167,17 @@ def graph_for(context_or_protocol: Any, saver: Any) -> Any:
         from debate_engine.graph.roundtable import compile_roundtable
 
         return compile_roundtable(checkpointer=saver)
-    from debate_engine.graph.builder import compile_debate  # only the graph this run needs is imported and built
+    from debate_engine.graph.builder import (
+        compile_debate,
+    )  # only the graph this run needs is imported and built
 
     return compile_debate(checkpointer=saver)
 
 
 def protocol_of(values: dict[str, Any]) -> str:
     """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
-    return str((values.get("settings") or {}).get("protocol") or (values.get("context") or {}).get("protocol")
-               or "phases")
+    return str(
+        (values.get("settings") or {}).get("protocol")
+        or (values.get("context") or {}).get("protocol")
+        or "phases"
+    )

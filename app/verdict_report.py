@@ -11,7 +11,7 @@ def _cell(text: Any, limit: int = 80) -> str:
 
 
 def positions_section(values: dict[str, Any]) -> list[str]:
-    """A table of agents by round: each stated position and its confidence, changes marked."""
+    """Return a table of agents by round: each stated position and its confidence, changes marked."""
     held = [t for t in values.get("transcript", []) if t.get("position")]
     if not held:
         return []
@@ -23,40 +23,67 @@ def positions_section(values: dict[str, Any]) -> list[str]:
         change = position.get("change")
         mark = ""
         if change:
-            mark = " (changed, toward the majority)" if change.get("toward_majority") else " (changed)"
-        cells[(turn["speaker"], _column(turn))] = f"{_cell(position['position'], 60)} · {position['confidence']}{mark}"
-    lines = ["", "## Positions", "", "Each agent's stated position and confidence, as proposed and after each "
-             "round; a change says whether it moved toward the position most other agents held.", "",
-             "| agent | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
-    lines += [f"| {a} | " + " | ".join(cells.get((a, c), "") for c in columns) + " |" for a in agents]
+            mark = (
+                " (changed, toward the majority)" if change.get("toward_majority") else " (changed)"
+            )
+        cells[(turn["speaker"], _column(turn))] = (
+            f"{_cell(position['position'], 60)} · {position['confidence']}{mark}"
+        )
+    lines = [
+        "",
+        "## Positions",
+        "",
+        "Each agent's stated position and confidence, as proposed and after each "
+        "round; a change says whether it moved toward the position most other agents held.",
+        "",
+        "| agent | " + " | ".join(columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    lines += [
+        f"| {a} | " + " | ".join(cells.get((a, c), "") for c in columns) + " |" for a in agents
+    ]
     return lines
 
 
 def _column(turn: dict[str, Any]) -> str:
-    return "proposed" if turn["kind"] == "proposal" else f"{'turn' if turn['kind'] == 'message' else 'round'} " \
-        f"{turn['round']}"
+    return (
+        "proposed"
+        if turn["kind"] == "proposal"
+        else f"{'turn' if turn['kind'] == 'message' else 'round'} {turn['round']}"
+    )
 
 
 def verdict_section(values: dict[str, Any]) -> list[str]:
-    """The settled outcome: the method, the winning position, agreement, every dissent verbatim, the cruxes."""
+    """Return the settled outcome: the method, the winning position, agreement, every dissent verbatim, the cruxes."""
     verdict = (values.get("solution") or {}).get("verdict")
     if not verdict:
         return []
     lines = ["", "## Verdict", "", f"- method: {verdict['method']}"]
     if verdict.get("position"):
         total = len(verdict["agreement"]) + len(verdict["dissent"])
-        lines += [f"- position: {_cell(verdict['position'], 300)}" + (f" (answer: {verdict['answer']})"
-                                                                       if verdict.get("answer") else ""),
-                  f"- agreement: {len(verdict['agreement'])} of {total} agents ({', '.join(verdict['agreement'])})"]
-    lines.append(f"- confidence: {verdict['confidence'].get('value')} ({verdict['confidence']['how']})")
+        lines += [
+            f"- position: {_cell(verdict['position'], 300)}"
+            + (f" (answer: {verdict['answer']})" if verdict.get("answer") else ""),
+            f"- agreement: {len(verdict['agreement'])} of {total} agents ({', '.join(verdict['agreement'])})",
+        ]
+    lines.append(
+        f"- confidence: {verdict['confidence'].get('value')} ({verdict['confidence']['how']})"
+    )
     stop = values.get("stop_reason")
     if values.get("stopped"):
-        lines.append(f"- stopped early: {values['stopped']}" + (f" in round {stop['round']}: {stop['reason']}"
-                                                                 if stop else ""))
+        lines.append(
+            f"- stopped early: {values['stopped']}"
+            + (f" in round {stop['round']}: {stop['reason']}" if stop else "")
+        )
     checked = checks_line(values)
     lines += [checked] if checked else []
     for dissent in verdict.get("dissent", []):
-        lines += ["", f"**Dissent: {dissent['agent']}**: {dissent['position']}", "", f"> {dissent['reason']}"]
+        lines += [
+            "",
+            f"**Dissent: {dissent['agent']}**: {dissent['position']}",
+            "",
+            f"> {dissent['reason']}",
+        ]
     if verdict.get("cruxes"):
         lines += ["", "**Cruxes**", "", *[f"- {_cell(c, 300)}" for c in verdict["cruxes"]]]
     return lines
@@ -69,20 +96,30 @@ def verdict_line(values: dict[str, Any]) -> str | None:
         return None
     total = len(verdict["agreement"]) + len(verdict["dissent"])
     line = f"verdict ({verdict['method']}): "
-    line += f"{len(verdict['agreement'])} of {total} agents agree" if total else "no positions stated"
+    line += (
+        f"{len(verdict['agreement'])} of {total} agents agree" if total else "no positions stated"
+    )
     line += f", {len(verdict['dissent'])} dissent" if verdict["dissent"] else ""
     if values.get("stopped"):
         stop = values.get("stop_reason") or {}
-        line += f"; stopped early: {values['stopped']}" + (f" in round {stop['round']}" if "round" in stop else "")
+        line += f"; stopped early: {values['stopped']}" + (
+            f" in round {stop['round']}" if "round" in stop else ""
+        )
     return line
 
 
 def checks_line(values: dict[str, Any]) -> str | None:
-    """The judge's check of each round under a ``quality`` or ``convergence`` stop rule, in one line."""
+    """Return the judge's check of each round under a ``quality`` or ``convergence`` stop rule, in one line."""
     checks = values.get("assessments") or []
     if not checks:
         return None
-    said = [f"round {c['round']}: " + (f"{c.get('score')} ({c.get('best')})" if c["rule"] == "quality"
-                                       else ("converged" if c.get("converged") else "not converged"))
-            for c in checks]
+    said = [
+        f"round {c['round']}: "
+        + (
+            f"{c.get('score')} ({c.get('best')})"
+            if c["rule"] == "quality"
+            else ("converged" if c.get("converged") else "not converged")
+        )
+        for c in checks
+    ]
     return f"- the judge's check after each round ({checks[0]['rule']}): " + "; ".join(said)

@@ -26,8 +26,22 @@ from pathlib import Path
 
 from bench.common import Runs, section, table
 
-NAMES = ["concurrency", "storage", "naive", "flat_cost", "listing", "summary_cost", "roundtable", "startup", "workers",
-         "cache", "compare", "fork", "positions", "waves"]
+NAMES = [
+    "concurrency",
+    "storage",
+    "naive",
+    "flat_cost",
+    "listing",
+    "summary_cost",
+    "roundtable",
+    "startup",
+    "workers",
+    "cache",
+    "compare",
+    "fork",
+    "positions",
+    "waves",
+]
 
 
 def sizes(args: argparse.Namespace) -> list[int]:
@@ -36,11 +50,22 @@ def sizes(args: argparse.Namespace) -> list[int]:
 
 
 def parse() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=NAMES, action="append", help="run this benchmark (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="small sizes only (~100 turns, R=5): seconds, not minutes")
-    parser.add_argument("--rounds", help="summary_cost round counts, comma-separated (default 5,10,20)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--only", choices=NAMES, action="append", help="run this benchmark (repeatable)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes only (~100 turns, R=5): seconds, not minutes",
+    )
+    parser.add_argument(
+        "--rounds", help="summary_cost round counts, comma-separated (default 5,10,20)"
+    )
     parser.add_argument("--keep", metavar="DIR", help="keep the benchmark databases in DIR")
     return parser.parse_args()
 
@@ -64,25 +89,55 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
     rounds = [int(r) for r in (args.rounds or ("5" if args.quick else "5,10,20")).split(",")]
     steps = {
         "concurrency": ("Concurrency", bench_concurrency),
-        "storage": ("Storage: SQLite bytes / raw transcript bytes", lambda: bench_storage(runs, turns)),
-        "naive": ("Naive LangGraph baseline beside ours", lambda: bench_naive(runs, [t for t in turns if t <= 1_000])),
-        "flat_cost": ("Flat cost: time per round, early vs late", lambda: bench_flat_cost(runs, turns[-1])),
-        "listing": ("`debate list`: small vs large database", lambda: bench_listing(runs, turns[-1])),
-        "summary_cost": ("Summary cost: full history vs fresh vs rolling", lambda: bench_summary_cost(rounds)),
-        "roundtable": ("Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",
-                       lambda: bench_roundtable(folder, 1_000 if args.quick else 10_000)),
+        "storage": (
+            "Storage: SQLite bytes / raw transcript bytes",
+            lambda: bench_storage(runs, turns),
+        ),
+        "naive": (
+            "Naive LangGraph baseline beside ours",
+            lambda: bench_naive(runs, [t for t in turns if t <= 1_000]),
+        ),
+        "flat_cost": (
+            "Flat cost: time per round, early vs late",
+            lambda: bench_flat_cost(runs, turns[-1]),
+        ),
+        "listing": (
+            "`debate list`: small vs large database",
+            lambda: bench_listing(runs, turns[-1]),
+        ),
+        "summary_cost": (
+            "Summary cost: full history vs fresh vs rolling",
+            lambda: bench_summary_cost(rounds),
+        ),
+        "roundtable": (
+            "Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",
+            lambda: bench_roundtable(folder, 1_000 if args.quick else 10_000),
+        ),
         "startup": ("A fast start and no waste", lambda: bench_startup(folder)),
-        "workers": ("Scale-out: 40 debates on 1, 2, 4 workers sharing PostgreSQL; hand-over after SIGKILL",
-                    lambda: bench_workers(count=20 if args.quick else 40)),
-        "fork": ("Fork storage: bytes a fork adds / the original's up to round K + the new rounds",
-                 lambda: bench_fork(folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20)),
-        "positions": ("Positions: tokens against the same debate without them; the judge's checks per round",
-                      lambda: __import__("bench.positions", fromlist=["bench_positions"]).bench_positions()),
-        "cache": ("Prompt caching: cache-hit share and billed-equivalent input tokens (OpenAI's rule)", bench_cache),
-        "compare": ("`debate compare` overhead: single on the fake vs the fake in a loop", lambda: __import__(
-            "bench.compare", fromlist=["bench_compare"]).bench_compare(folder)),
-        "waves": ("Summaries off the critical path: sequential model steps (waves) against 2R+2", lambda: __import__(
-            "bench.waves", fromlist=["bench_waves"]).bench_waves()),
+        "workers": (
+            "Scale-out: 40 debates on 1, 2, 4 workers sharing PostgreSQL; hand-over after SIGKILL",
+            lambda: bench_workers(count=20 if args.quick else 40),
+        ),
+        "fork": (
+            "Fork storage: bytes a fork adds / the original's up to round K + the new rounds",
+            lambda: bench_fork(folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20),
+        ),
+        "positions": (
+            "Positions: tokens against the same debate without them; the judge's checks per round",
+            lambda: __import__("bench.positions", fromlist=["bench_positions"]).bench_positions(),
+        ),
+        "cache": (
+            "Prompt caching: cache-hit share and billed-equivalent input tokens (OpenAI's rule)",
+            bench_cache,
+        ),
+        "compare": (
+            "`debate compare` overhead: single on the fake vs the fake in a loop",
+            lambda: __import__("bench.compare", fromlist=["bench_compare"]).bench_compare(folder),
+        ),
+        "waves": (
+            "Summaries off the critical path: sequential model steps (waves) against 2R+2",
+            lambda: __import__("bench.waves", fromlist=["bench_waves"]).bench_waves(),
+        ),
     }
     for name in NAMES:
         if name in chosen:

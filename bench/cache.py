@@ -53,7 +53,7 @@ def _environment(**values: str) -> Iterator[None]:
 
 
 def _debate(model: str, marked: bool) -> tuple[dict[str, Any], float, int]:
-    """The debate on ``model`` against the server with a cache on (Anthropic's rule when ``marked``, else
+    """Return the debate on ``model`` against the server with a cache on (Anthropic's rule when ``marked``, else
     OpenAI's); its spend, its wall time and its repeated tokens."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from debate_engine import Context, compile_debate
@@ -61,12 +61,22 @@ def _debate(model: str, marked: bool) -> tuple[dict[str, Any], float, int]:
     from tests.support.prompt_cache import MarkedCache, PromptCache, long_replies, repeated_tokens
 
     with OpenAIServer(words=WORDS) as server:
-        server.prompt_cache, server.tool_args = MarkedCache() if marked else PromptCache(), long_replies(WORDS)
-        with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000",
-                          OPENROUTER_BASE_URL=server.base_url, OPENROUTER_API_KEY="sk-or-bench-000000"):
+        server.prompt_cache, server.tool_args = (
+            MarkedCache() if marked else PromptCache(),
+            long_replies(WORDS),
+        )
+        with _environment(
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-bench-000000",
+            OPENROUTER_BASE_URL=server.base_url,
+            OPENROUTER_API_KEY="sk-or-bench-000000",
+        ):
             began = time.perf_counter()
-            values = compile_debate().invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "cache"}},
-                                             context=Context(model=model, agents=AGENTS, rounds=ROUNDS))
+            values = compile_debate().invoke(
+                {"problem": PROBLEM},
+                {"configurable": {"thread_id": "cache"}},
+                context=Context(model=model, agents=AGENTS, rounds=ROUNDS),
+            )
             seconds = time.perf_counter() - began
         bodies = [r["body"] for r in server.requests if r["path"].endswith("/chat/completions")]
         return values["spend"]["total"], seconds, repeated_tokens(bodies)
@@ -76,30 +86,73 @@ def bench_cache() -> None:
     total, seconds, repeated = _debate("openai:bench", marked=False)
     prompt, hits = total["input_tokens"], total.get("cache_read_tokens", 0)
     billed = prompt - hits + hits * CACHED_PRICE
-    table(["figure", "tokens", "against", "ratio"], [
-        ["prompt tokens that were cache hits", f"{hits:,}", f"all prompt tokens {prompt:,}", f"{hits / prompt:.1%}"],
-        ["ceiling: tokens in blocks the agent had sent before", f"{repeated:,}", f"all prompt tokens {prompt:,}",
-         f"{repeated / prompt:.1%}"],
-        ["cache hits against the ceiling", f"{hits:,}", f"ceiling {repeated:,}", f"{hits / repeated:.1%}"],
-        [f"billed-equivalent input tokens (cached at {CACHED_PRICE:.0%})", f"{billed:,.0f}",
-         f"every prompt token at full price {prompt:,}", x(billed / prompt)],
-    ])
-    print(f"({len(AGENTS.split(','))} agents x {ROUNDS} rounds, {total['calls']} calls, {seconds:.1f} s; the "
-          "stable part of each prompt first)\n")
+    table(
+        ["figure", "tokens", "against", "ratio"],
+        [
+            [
+                "prompt tokens that were cache hits",
+                f"{hits:,}",
+                f"all prompt tokens {prompt:,}",
+                f"{hits / prompt:.1%}",
+            ],
+            [
+                "ceiling: tokens in blocks the agent had sent before",
+                f"{repeated:,}",
+                f"all prompt tokens {prompt:,}",
+                f"{repeated / prompt:.1%}",
+            ],
+            [
+                "cache hits against the ceiling",
+                f"{hits:,}",
+                f"ceiling {repeated:,}",
+                f"{hits / repeated:.1%}",
+            ],
+            [
+                f"billed-equivalent input tokens (cached at {CACHED_PRICE:.0%})",
+                f"{billed:,.0f}",
+                f"every prompt token at full price {prompt:,}",
+                x(billed / prompt),
+            ],
+        ],
+    )
+    print(
+        f"({len(AGENTS.split(','))} agents x {ROUNDS} rounds, {total['calls']} calls, {seconds:.1f} s; the "
+        "stable part of each prompt first)\n"
+    )
     _marked()
 
 
 def _marked() -> None:
-    """The same debate on an Anthropic model through OpenRouter: the engine marks its prompts; without the
+    """Run the same debate on an Anthropic model through OpenRouter: the engine marks its prompts; without the
     markers Anthropic caches nothing."""
     total, seconds, _ = _debate("openrouter:anthropic/bench", marked=True)
-    prompt, read, written = total["input_tokens"], total.get("cache_read_tokens", 0), total.get("cache_write_tokens", 0)
+    prompt, read, written = (
+        total["input_tokens"],
+        total.get("cache_read_tokens", 0),
+        total.get("cache_write_tokens", 0),
+    )
     billed = prompt - read - written + read * ANTHROPIC_READ + written * ANTHROPIC_WRITE
-    table(["figure (Anthropic's rule, marked prompts)", "tokens", "against", "ratio"], [
-        ["prompt tokens read from the cache", f"{read:,}", f"all prompt tokens {prompt:,}", f"{read / prompt:.1%}"],
-        ["prompt tokens written to the cache", f"{written:,}", f"all prompt tokens {prompt:,}",
-         f"{written / prompt:.1%}"],
-        [f"billed-equivalent input tokens (read at {ANTHROPIC_READ:.0%}, written at {ANTHROPIC_WRITE:.0%})",
-         f"{billed:,.0f}", f"unmarked: every prompt token at full price {prompt:,}", x(billed / prompt)],
-    ])
+    table(
+        ["figure (Anthropic's rule, marked prompts)", "tokens", "against", "ratio"],
+        [
+            [
+                "prompt tokens read from the cache",
+                f"{read:,}",
+                f"all prompt tokens {prompt:,}",
+                f"{read / prompt:.1%}",
+            ],
+            [
+                "prompt tokens written to the cache",
+                f"{written:,}",
+                f"all prompt tokens {prompt:,}",
+                f"{written / prompt:.1%}",
+            ],
+            [
+                f"billed-equivalent input tokens (read at {ANTHROPIC_READ:.0%}, written at {ANTHROPIC_WRITE:.0%})",
+                f"{billed:,.0f}",
+                f"unmarked: every prompt token at full price {prompt:,}",
+                x(billed / prompt),
+            ],
+        ],
+    )
     print(f"({total['calls']} calls, {seconds:.1f} s)\n")

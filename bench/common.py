@@ -51,18 +51,18 @@ class Run:
 
 
 def raw_bytes(transcript: Sequence[dict[str, Any]]) -> int:
-    """The text the debaters wrote: UTF-8 bytes of every turn's content."""
+    """Return the text the debaters wrote: UTF-8 bytes of every turn's content."""
     return sum(len(turn["content"].encode()) for turn in transcript)
 
 
 def db_bytes(path: Path) -> int:
-    """The database on disk after its connection closed: main file plus any ``-wal``."""
+    """Return the database on disk after its connection closed: main file plus any ``-wal``."""
     return sum(os.path.getsize(p) for p in (path, Path(f"{path}-wal")) if p.exists())
 
 
 @contextmanager
 def sqlite_saver(path: Path) -> Iterator[SqliteSaver]:
-    """A sync ``SqliteSaver`` on its own connection, closed (and the WAL folded back) on exit."""
+    """Yield a sync ``SqliteSaver`` on its own connection, closed (and the WAL folded back) on exit."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         yield SqliteSaver(conn)
@@ -70,7 +70,9 @@ def sqlite_saver(path: Path) -> Iterator[SqliteSaver]:
         conn.close()
 
 
-def debate(path: Path, *, agents: str, rounds: int, thread: str, model: str = "fake:words=150") -> Run:
+def debate(
+    path: Path, *, agents: str, rounds: int, thread: str, model: str = "fake:words=150"
+) -> Run:
     """Run one debate to the end on SQLite, recording when each phase started."""
     context = Context(model=model, agents=agents, rounds=rounds, context_window=8192)
     config: Any = {"configurable": {"thread_id": thread}}
@@ -78,7 +80,9 @@ def debate(path: Path, *, agents: str, rounds: int, thread: str, model: str = "f
     with sqlite_saver(path) as saver:
         graph = compile_debate(checkpointer=saver)
         began = time.perf_counter()
-        for event in graph.stream({"problem": PROBLEM}, config, context=context, stream_mode="custom"):
+        for event in graph.stream(
+            {"problem": PROBLEM}, config, context=context, stream_mode="custom"
+        ):
             if isinstance(event, dict) and event.get("event") == "phase_started":
                 starts.append((time.perf_counter(), event["phase"], event["round"]))
         seconds = time.perf_counter() - began
@@ -97,7 +101,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 
 def x(value: float) -> str:
-    """A ratio as ``1.23x``."""
+    """Return a ratio as ``1.23x``."""
     return f"{value:.2f}x"
 
 
@@ -130,10 +134,12 @@ class Runs:
         if key not in self._done:
             name = f"{len(agents.split(','))}x{rounds}"
             print(f"(running {name}: {agents}, {rounds} rounds ...)", flush=True)
-            self._done[key] = debate(self.folder / f"{name}.sqlite", agents=agents, rounds=rounds, thread=f"long-{name}")
+            self._done[key] = debate(
+                self.folder / f"{name}.sqlite", agents=agents, rounds=rounds, thread=f"long-{name}"
+            )
         return self._done[key]
 
 
 def rounds_for(turns: int) -> int:
-    """Rounds that give about ``turns`` turns with two agents (four turns a round)."""
+    """Return the rounds that give about ``turns`` turns with two agents (four turns a round)."""
     return max(2, turns // 4)

@@ -22,12 +22,33 @@ def bench_compare(folder: Path, tasks: int = TASKS) -> None:
     model = chat_model("fake:solve=0.6")
     began = time.perf_counter()
     for task in builtin_tasks(f"builtin:arithmetic:{tasks}"):
-        model.invoke([SystemMessage(load_prompt("roles/generalist")), HumanMessage(f"## Your task\n{task.question}")])
+        model.invoke(
+            [
+                SystemMessage(load_prompt("roles/generalist")),
+                HumanMessage(f"## Your task\n{task.question}"),
+            ]
+        )
     direct = tasks / (time.perf_counter() - began)
     began = time.perf_counter()
-    main(["compare", f"builtin:arithmetic:{tasks}", "--protocols", "single", "--model", "fake:solve=0.6",
-          "--db", str(folder / "compare.sqlite"), "--quiet"])
+    main(
+        [
+            "compare",
+            f"builtin:arithmetic:{tasks}",
+            "--protocols",
+            "single",
+            "--model",
+            "fake:solve=0.6",
+            "--db",
+            str(folder / "compare.sqlite"),
+            "--quiet",
+        ]
+    )
     engine = tasks / (time.perf_counter() - began)
-    table(["path", "tasks/s"], [["fake model in a plain loop", f"{direct:.1f}"],
-                                ["`debate compare --protocols single` (SQLite, checkpointed)", f"{engine:.1f}"],
-                                ["ratio (loop / compare)", f"{direct / engine:.1f}x"]])
+    table(
+        ["path", "tasks/s"],
+        [
+            ["fake model in a plain loop", f"{direct:.1f}"],
+            ["`debate compare --protocols single` (SQLite, checkpointed)", f"{engine:.1f}"],
+            ["ratio (loop / compare)", f"{direct / engine:.1f}x"],
+        ],
+    )

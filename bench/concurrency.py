@@ -44,7 +44,9 @@ def is_critique(event: dict[str, Any]) -> bool:
 
 def critique_span(timed: list[tuple[float, dict[str, Any]]]) -> tuple[float, int]:
     """From critique's ``phase_started`` to its last contribution (before any summarize step)."""
-    start = next(t for t, e in timed if e.get("event") == "phase_started" and e.get("phase") == "critique")
+    start = next(
+        t for t, e in timed if e.get("event") == "phase_started" and e.get("phase") == "critique"
+    )
     ends = [t for t, e in timed if is_critique(e)]
     return max(ends) - start, len(ends)
 
@@ -57,15 +59,21 @@ def summary_steps(log: list[dict[str, Any]]) -> int:
 
 async def astream_phase(thread: str) -> tuple[float, int]:
     graph, config = compile_debate(), {"configurable": {"thread_id": thread}}
-    timed = [(time.perf_counter(), e) async for e in
-             graph.astream({"problem": PROBLEM}, config, context=context(), stream_mode="custom")]
+    timed = [
+        (time.perf_counter(), e)
+        async for e in graph.astream(
+            {"problem": PROBLEM}, config, context=context(), stream_mode="custom"
+        )
+    ]
     return critique_span(timed)
 
 
 def stream_phase(thread: str) -> tuple[float, int]:
     graph, config = compile_debate(), {"configurable": {"thread_id": thread}}
-    timed = [(time.perf_counter(), e) for e in
-             graph.stream({"problem": PROBLEM}, config, context=context(), stream_mode="custom")]
+    timed = [
+        (time.perf_counter(), e)
+        for e in graph.stream({"problem": PROBLEM}, config, context=context(), stream_mode="custom")
+    ]
     return critique_span(timed)
 
 
@@ -73,7 +81,9 @@ async def ainvoke_all(thread: str) -> tuple[float, int, int]:
     """Seconds, calls (turns and summaries) and summarize steps of the whole debate."""
     graph = compile_debate()
     began = time.perf_counter()
-    out = await graph.ainvoke({"problem": PROBLEM}, {"configurable": {"thread_id": thread}}, context=context())
+    out = await graph.ainvoke(
+        {"problem": PROBLEM}, {"configurable": {"thread_id": thread}}, context=context()
+    )
     calls = len(out["transcript"]) + len(out["summary_log"])
     return time.perf_counter() - began, calls, summary_steps(out["summary_log"])
 
@@ -84,12 +94,36 @@ def bench_concurrency() -> None:
     s_phase, s_calls = stream_phase("conc-sync")
     whole, calls, steps = asyncio.run(ainvoke_all("conc-ainvoke"))
     waves = PHASES + steps
-    print(f"4 agents, 1 round, {SPEC}; one call measured here: {base:.3f} s. The ainvoke debate made "
-          f"{calls} calls in {PHASES} phases plus {steps} summarize step(s): {waves} waves of calls.\n")
-    table(["what", "calls", "seconds", "baseline", "ratio", "one at a time would be"], [
-        ["critique phase, astream (async)", a_calls, f"{a_phase:.3f}", "one call", x(a_phase / base),
-         x(a_calls)],
-        ["critique phase, stream (sync)", s_calls, f"{s_phase:.3f}", "one call", x(s_phase / base), x(s_calls)],
-        ["whole debate, ainvoke", calls, f"{whole:.3f}", f"{waves} calls", x(whole / (waves * base)),
-         x(calls / waves)],
-    ])
+    print(
+        f"4 agents, 1 round, {SPEC}; one call measured here: {base:.3f} s. The ainvoke debate made "
+        f"{calls} calls in {PHASES} phases plus {steps} summarize step(s): {waves} waves of calls.\n"
+    )
+    table(
+        ["what", "calls", "seconds", "baseline", "ratio", "one at a time would be"],
+        [
+            [
+                "critique phase, astream (async)",
+                a_calls,
+                f"{a_phase:.3f}",
+                "one call",
+                x(a_phase / base),
+                x(a_calls),
+            ],
+            [
+                "critique phase, stream (sync)",
+                s_calls,
+                f"{s_phase:.3f}",
+                "one call",
+                x(s_phase / base),
+                x(s_calls),
+            ],
+            [
+                "whole debate, ainvoke",
+                calls,
+                f"{whole:.3f}",
+                f"{waves} calls",
+                x(whole / (waves * base)),
+                x(calls / waves),
+            ],
+        ],
+    )

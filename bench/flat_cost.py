@@ -37,11 +37,16 @@ def round_times(run: Run) -> dict[int, float]:
 
 
 def windows(rounds: int, width: int) -> list[tuple[str, range]]:
-    """The first ``width`` rounds after round 1 (the baseline), the middle ones, and the last ones."""
+    """Return the first ``width`` rounds after round 1 (the baseline), the middle ones, and the last ones."""
     middle = max(2, rounds // 2 - width // 2)
-    return [(f"rounds 2-{1 + width} (baseline)", range(2, 2 + width)),
-            (f"rounds {middle}-{middle + width - 1}", range(middle, middle + width)),
-            (f"rounds {rounds - width + 1}-{rounds} (last {width})", range(rounds - width + 1, rounds + 1))]
+    return [
+        (f"rounds 2-{1 + width} (baseline)", range(2, 2 + width)),
+        (f"rounds {middle}-{middle + width - 1}", range(middle, middle + width)),
+        (
+            f"rounds {rounds - width + 1}-{rounds} (last {width})",
+            range(rounds - width + 1, rounds + 1),
+        ),
+    ]
 
 
 def window_rows(times: dict[int, float], rounds: int, width: int) -> list[list[str]]:
@@ -51,32 +56,56 @@ def window_rows(times: dict[int, float], rounds: int, width: int) -> list[list[s
     rows = []
     for label, span in spans:
         values = [times[r] for r in span]
-        rows.append([label, f"{mean(values) * 1000:.1f}", f"{median(values) * 1000:.1f}", f"{max(values) * 1000:.1f}",
-                     x(mean(values) / mean(first)), x(median(values) / median(first))])
+        rows.append(
+            [
+                label,
+                f"{mean(values) * 1000:.1f}",
+                f"{median(values) * 1000:.1f}",
+                f"{max(values) * 1000:.1f}",
+                x(mean(values) / mean(first)),
+                x(median(values) / median(first)),
+            ]
+        )
     return rows
 
 
 def bench_flat_cost(runs: Runs, turns: int) -> None:
     run = runs.get(TWO, rounds_for(turns))
     times = round_times(run)
-    print(f"Two agents, fake:words=150, latency 0, {run.rounds:,} rounds, {run.turns:,} turns, "
-          f"{len(run.values['summary_log']):,} summaries; SQLite checkpoints; stream_mode=custom.\n")
+    print(
+        f"Two agents, fake:words=150, latency 0, {run.rounds:,} rounds, {run.turns:,} turns, "
+        f"{len(run.values['summary_log']):,} summaries; SQLite checkpoints; stream_mode=custom.\n"
+    )
     if run.rounds < 2 + 2 * WINDOW:
         print(f"(too few rounds for two windows of {WINDOW})\n")
         return
     rows = window_rows(times, run.rounds, WINDOW)
     if run.rounds >= 2 + 2 * WIDE:
         rows += window_rows(times, run.rounds, WIDE)
-    table(["rounds", "mean ms/round", "median ms/round", "max ms/round", "mean vs baseline",
-           "median vs baseline"], rows)
+    table(
+        [
+            "rounds",
+            "mean ms/round",
+            "median ms/round",
+            "max ms/round",
+            "mean vs baseline",
+            "median vs baseline",
+        ],
+        rows,
+    )
     base = mean(times[r] for r in range(2, 2 + WINDOW))
     last = mean(times[r] for r in range(run.rounds - WINDOW + 1, run.rounds + 1))
     verdict = "met" if last / base <= GOAL else "MISSED"
     whole = mean(times[r] for r in range(2, run.rounds + 1))
-    print(f"Last 10 rounds / rounds 2-11 (means): {x(last / base)} (goal within {GOAL}x: {verdict}). "
-          f"Mean over rounds 2-{run.rounds}: {whole * 1000:.1f} ms ({x(whole / base)}). Ten rounds are about "
-          f"a second, so a disk flush or a GC pass moves a 10-round mean; the {WIDE}-round rows are steadier.\n")
+    print(
+        f"Last 10 rounds / rounds 2-11 (means): {x(last / base)} (goal within {GOAL}x: {verdict}). "
+        f"Mean over rounds 2-{run.rounds}: {whole * 1000:.1f} ms ({x(whole / base)}). Ten rounds are about "
+        f"a second, so a disk flush or a GC pass moves a 10-round mean; the {WIDE}-round rows are steadier.\n"
+    )
     slow = sorted((r for r in times if r >= 2), key=lambda r: -times[r])[:3]
-    print("Slowest rounds: " + ", ".join(f"round {r} {times[r] * 1000:.0f} ms" for r in slow)
-          + f". LangGraph writes a DeltaChannel snapshot of the whole logs every 5,000 supersteps "
-          f"(about round {SUPERSTEPS_PER_ROUND_HINT}).\n")
+    print(
+        "Slowest rounds: "
+        + ", ".join(f"round {r} {times[r] * 1000:.0f} ms" for r in slow)
+        + f". LangGraph writes a DeltaChannel snapshot of the whole logs every 5,000 supersteps "
+        f"(about round {SUPERSTEPS_PER_ROUND_HINT}).\n"
+    )

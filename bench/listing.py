@@ -27,7 +27,7 @@ REPEATS = 21
 
 
 def list_rows() -> Callable[[str], Awaitable[list[tuple[str, ...]]]]:
-    """What ``debate list`` prints: ``commands.list.rows_of`` (``commands._rows`` before the CLI split)."""
+    """Return what ``debate list`` prints: ``commands.list.rows_of`` (``commands._rows`` before the CLI split)."""
     try:
         from debate_engine.app.commands.list import rows_of
 
@@ -38,7 +38,7 @@ def list_rows() -> Callable[[str], Awaitable[list[tuple[str, ...]]]]:
 
 
 def copy_db(source: Path, target: Path) -> None:
-    """A consistent copy of a SQLite database through the backup API."""
+    """Make a consistent copy of a SQLite database through the backup API."""
     src, dst = sqlite3.connect(str(source)), sqlite3.connect(str(target))
     try:
         src.backup(dst)
@@ -79,7 +79,9 @@ async def status_loop(db: str, thread: str) -> float:
 
 async def load_state(db: str, thread: str) -> int:
     async with open_checkpointer(db) as saver:
-        snapshot = await compile_debate(checkpointer=saver).aget_state({"configurable": {"thread_id": thread}})
+        snapshot = await compile_debate(checkpointer=saver).aget_state(
+            {"configurable": {"thread_id": thread}}
+        )
     return len(snapshot.values.get("transcript", []))
 
 
@@ -99,21 +101,51 @@ def databases(runs: Runs, turns: int) -> tuple[Path, Path, Run]:
 def bench_listing(runs: Runs, turns: int) -> None:
     small, large, long = databases(runs, turns)
     _rows = list_rows()
-    (t_small, rows_small), (t_large, rows_large) = timed(lambda: _rows(str(small)), lambda: _rows(str(large)))
-    (_, u_small), (_, u_large) = timed(lambda: status_loop(str(small), "short-0"),
-                                       lambda: status_loop(str(large), long.thread), repeats=1)
-    (s_small, n_small), (s_large, n_large) = timed(lambda: load_state(str(small), "short-0"),
-                                                   lambda: load_state(str(large), long.thread), repeats=3)
-    print(f"Small: 5 debates of 2 rounds. Large: a {long.turns:,}-turn debate + 4 of 2 rounds. "
-          f"Medians of {REPEATS} interleaved runs (state loads: 3).\n")
-    table(["operation", "small DB", "large DB", "large / small"], [
-        ["database size (KB)", kb(db_bytes(small)), kb(db_bytes(large)), x(db_bytes(large) / db_bytes(small))],
-        ["threads listed", len(rows_small), len(rows_large), ""],
-        ["`debate list` (rows_of, opens the DB) ms", f"{t_small * 1000:.1f}", f"{t_large * 1000:.1f}",
-         x(t_large / t_small)],
-        [f"status_of one thread, DB open: {n_small} vs {n_large:,} turns, ms", f"{u_small * 1000:.2f}",
-         f"{u_large * 1000:.2f}", x(u_large / u_small)],
-        ["full state load (aget_state, as `debate show`) ms", f"{s_small * 1000:.1f}", f"{s_large * 1000:.1f}",
-         x(s_large / s_small)],
-    ])
+    (t_small, rows_small), (t_large, rows_large) = timed(
+        lambda: _rows(str(small)), lambda: _rows(str(large))
+    )
+    (_, u_small), (_, u_large) = timed(
+        lambda: status_loop(str(small), "short-0"),
+        lambda: status_loop(str(large), long.thread),
+        repeats=1,
+    )
+    (s_small, n_small), (s_large, n_large) = timed(
+        lambda: load_state(str(small), "short-0"),
+        lambda: load_state(str(large), long.thread),
+        repeats=3,
+    )
+    print(
+        f"Small: 5 debates of 2 rounds. Large: a {long.turns:,}-turn debate + 4 of 2 rounds. "
+        f"Medians of {REPEATS} interleaved runs (state loads: 3).\n"
+    )
+    table(
+        ["operation", "small DB", "large DB", "large / small"],
+        [
+            [
+                "database size (KB)",
+                kb(db_bytes(small)),
+                kb(db_bytes(large)),
+                x(db_bytes(large) / db_bytes(small)),
+            ],
+            ["threads listed", len(rows_small), len(rows_large), ""],
+            [
+                "`debate list` (rows_of, opens the DB) ms",
+                f"{t_small * 1000:.1f}",
+                f"{t_large * 1000:.1f}",
+                x(t_large / t_small),
+            ],
+            [
+                f"status_of one thread, DB open: {n_small} vs {n_large:,} turns, ms",
+                f"{u_small * 1000:.2f}",
+                f"{u_large * 1000:.2f}",
+                x(u_large / u_small),
+            ],
+            [
+                "full state load (aget_state, as `debate show`) ms",
+                f"{s_small * 1000:.1f}",
+                f"{s_large * 1000:.1f}",
+                x(s_large / s_small),
+            ],
+        ],
+    )
     print(f"`debate list` large / small: {x(t_large / t_small)} (goal about 1x).\n")

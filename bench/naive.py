@@ -37,8 +37,15 @@ def _content(seq: int) -> str:
 def _turn(state: NaiveState) -> dict[str, Any]:
     seq = len(state["transcript"])
     speaker = ("architect", "performance")[seq % 2]
-    turn = {"seq": seq, "id": f"turn:{seq}:{speaker}", "round": seq // 4 + 1, "kind": "refine",
-            "speaker": speaker, "content": _content(seq), "created_at": time.time()}
+    turn = {
+        "seq": seq,
+        "id": f"turn:{seq}:{speaker}",
+        "round": seq // 4 + 1,
+        "kind": "refine",
+        "speaker": speaker,
+        "content": _content(seq),
+        "created_at": time.time(),
+    }
     return {"transcript": [turn]}
 
 
@@ -65,15 +72,43 @@ def naive_run(path: Path, turns: int) -> tuple[int, int, float]:
 
 
 def bench_naive(runs: Runs, sizes: list[int]) -> None:
-    print("Naive: StateGraph, transcript = Annotated[list, operator.add], one node per ~1 KB turn, sync SqliteSaver.")
+    print(
+        "Naive: StateGraph, transcript = Annotated[list, operator.add], one node per ~1 KB turn, sync SqliteSaver."
+    )
     print("Ours: the 2-agent debate of the storage section at the same turn count.\n")
     rows = []
     for turns in sizes:
         size, raw, seconds = naive_run(runs.folder / f"naive-{turns}.sqlite", turns)
         ours = runs.get(TWO, rounds_for(turns))
         ours_size = db_bytes(ours.path)
-        rows.append([f"~{turns:,}", turns, kb(size), x(size / raw), f"{size / turns:,.0f}", f"{seconds:.1f}",
-                     ours.turns, kb(ours_size), x(ours_size / ours.raw), f"{ours_size / ours.turns:,.0f}",
-                     x((ours_size / ours.raw) / (size / raw))])
-    table(["turns", "naive turns", "naive DB KB", "naive DB / raw", "naive bytes/turn", "naive s",
-           "our turns", "our DB KB", "our DB / raw", "our bytes/turn", "ours / naive (DB/raw)"], rows)
+        rows.append(
+            [
+                f"~{turns:,}",
+                turns,
+                kb(size),
+                x(size / raw),
+                f"{size / turns:,.0f}",
+                f"{seconds:.1f}",
+                ours.turns,
+                kb(ours_size),
+                x(ours_size / ours.raw),
+                f"{ours_size / ours.turns:,.0f}",
+                x((ours_size / ours.raw) / (size / raw)),
+            ]
+        )
+    table(
+        [
+            "turns",
+            "naive turns",
+            "naive DB KB",
+            "naive DB / raw",
+            "naive bytes/turn",
+            "naive s",
+            "our turns",
+            "our DB KB",
+            "our DB / raw",
+            "our bytes/turn",
+            "ours / naive (DB/raw)",
+        ],
+        rows,
+    )

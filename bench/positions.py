@@ -31,11 +31,17 @@ MODEL = "fake:words=200"
 def run(folder: Path, rule: dict[str, Any] | None = None, positions: bool = True) -> dict[str, Any]:
     """One debate; ``positions=False`` asks no turn for a position (the baseline, for this run only)."""
     config = folder / "positions.json"
-    config.write_text(json.dumps({"debate": {"rounds": ROUNDS, **({"terminationCondition": rule} if rule else {})}}))
+    config.write_text(
+        json.dumps(
+            {"debate": {"rounds": ROUNDS, **({"terminationCondition": rule} if rule else {})}}
+        )
+    )
     kinds = POSITION_KINDS if positions else frozenset()
     with mock.patch("debate_engine.nodes.views.POSITION_KINDS", kinds):
         context = Context(model=MODEL, agents=THREE, config_file=str(config), summarize=False)
-        values = compile_debate().invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "p"}}, context=context)
+        values = compile_debate().invoke(
+            {"problem": PROBLEM}, {"configurable": {"thread_id": "p"}}, context=context
+        )
     return dict(values)
 
 
@@ -45,7 +51,7 @@ def tokens(values: dict[str, Any]) -> int:
 
 
 def billed_extra(values: dict[str, Any]) -> int:
-    """What a provider would bill beyond the fake's count: each positioned call's tool schema and fields."""
+    """Return what a provider would bill beyond the fake's count: each positioned call's tool schema and fields."""
     extra = 0
     for turn in values["transcript"]:
         if turn.get("position") and turn.get("model"):
@@ -56,22 +62,31 @@ def billed_extra(values: dict[str, Any]) -> int:
 
 
 def bench_positions() -> None:
-    print(f"3 agents x {ROUNDS} rounds on {MODEL}; ratios against the same debate without positions.\n")
+    print(
+        f"3 agents x {ROUNDS} rounds on {MODEL}; ratios against the same debate without positions.\n"
+    )
     folder = Path(tempfile.mkdtemp(prefix="bench-positions-"))
     bare, full = run(folder, positions=False), run(folder)
     base, with_positions = tokens(bare), tokens(full)
     estimate = with_positions + billed_extra(full)
-    table(["debate", "tokens", "vs without positions"], [
-        ["without positions", base, x(1.0)],
-        ["with positions (the fake's count)", with_positions, x(with_positions / base)],
-        ["with positions (+ tool schema and fields, as billed)", estimate, x(estimate / base)],
-    ])
+    table(
+        ["debate", "tokens", "vs without positions"],
+        [
+            ["without positions", base, x(1.0)],
+            ["with positions (the fake's count)", with_positions, x(with_positions / base)],
+            ["with positions (+ tool schema and fields, as billed)", estimate, x(estimate / base)],
+        ],
+    )
     print()
     rows = []
     for rule in ({"type": "quality", "threshold": 10}, {"type": "convergence", "minRound": 1}):
         values = run(folder, rule)
         checks = values["spend"]["by_phase"].get("assess", {}).get("calls", 0)
-        rows.append([rule["type"], ROUNDS, checks, f"{checks / ROUNDS:.2f}", values.get("stopped") or "-"])
+        rows.append(
+            [rule["type"], ROUNDS, checks, f"{checks / ROUNDS:.2f}", values.get("stopped") or "-"]
+        )
     table(["stop rule", "rounds", "judge's checks", "per round", "stopped"], rows)
-    print("\n(convergence on the fake: its answers are short, so they are compared exactly and the judge is "
-          "never asked)")
+    print(
+        "\n(convergence on the fake: its answers are short, so they are compared exactly and the judge is "
+        "never asked)"
+    )

@@ -29,23 +29,32 @@ class LastPrompt(BaseCallbackHandler):
 
     text = ""
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any
+    ) -> None:
         if (metadata or {}).get("kind") == "message":
             self.text = "\n".join(str(m.content) for batch in messages for m in batch)
 
 
-def _run(path: Path, turns: int, words: int) -> tuple[dict[str, Any], dict[int, float], Any, LastPrompt, float]:
+def _run(
+    path: Path, turns: int, words: int
+) -> tuple[dict[str, Any], dict[int, float], Any, LastPrompt, float]:
     facts = make_facts(10, [1, 25, 50, 75, 100])
-    context = RoundtableContext(model=f"fake:words={words}", agents="architect,performance,security", turns=turns,
-                                briefings=briefings(facts))
+    context = RoundtableContext(
+        model=f"fake:words={words}",
+        agents="architect,performance,security",
+        turns=turns,
+        briefings=briefings(facts),
+    )
     ends: dict[int, float] = {}
     prompt = LastPrompt()
     with sqlite_saver(path) as saver:
         graph = compile_roundtable(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "rt"}, "callbacks": [prompt]}
         began = time.perf_counter()
-        for update in graph.stream({"problem": "Design a rate limiter"}, config, context=context,
-                                   stream_mode="updates"):
+        for update in graph.stream(
+            {"problem": "Design a rate limiter"}, config, context=context, stream_mode="updates"
+        ):
             if "turn" in update:
                 ends[update["turn"]["turn_count"]] = time.perf_counter()
         seconds = time.perf_counter() - began
@@ -64,8 +73,10 @@ def bench_roundtable(folder: Path, turns: int) -> None:
     short, *_ = _run(folder / "short.sqlite", turns, words=4)
     points = [t for t in AT if t <= turns]
     base = _turn_ms(ends, points[0])
-    table(["turn", "ms per turn", "vs turn 100"], [[t, f"{_turn_ms(ends, t):.1f}", x(_turn_ms(ends, t) / base)]
-                                                   for t in points])
+    table(
+        ["turn", "ms per turn", "vs turn 100"],
+        [[t, f"{_turn_ms(ends, t):.1f}", x(_turn_ms(ends, t) / base)] for t in points],
+    )
     transcript = values["transcript"]
     raw = raw_bytes(transcript)
     size = db_bytes(folder / "roundtable.sqlite")
@@ -75,16 +86,40 @@ def bench_roundtable(folder: Path, turns: int) -> None:
     log = values["summary_log"]
     final = log[-1]
     rhythm = len(short["summary_log"])
-    registry = " ".join(e["text"] for items in values.get("facets", {}).values() for e in items.values())
+    registry = " ".join(
+        e["text"] for items in values.get("facets", {}).values() for e in items.values()
+    )
     summary_text = final["text"] + " " + " ".join(sum(final["facets"].values(), []))
-    table(["what", "value", "against", "ratio"], [
-        ["checkpoint bytes / raw text", f"{size:,} / {raw:,}", "goal <= 20x", x(size / raw)],
-        ["largest prompt (tokens)", largest, f"budget {budget}", x(largest / budget)],
-        ["summaries, ~1 KB turns (the recent slice fills first)", len(log), "", ""],
-        ["summaries, 4-word turns (only the 50-turn rhythm)", rhythm, f"turns / 50 = {turns // 50}",
-         x(rhythm / max(1, turns // 50))],
-        ["facts in the final summary", sum(contains(summary_text, f) for f in facts), f"{len(facts)} planted", ""],
-        ["facts in the facet registry", sum(contains(registry, f) for f in facts), f"{len(facts)}", ""],
-        ["facts in the last speaker's prompt", sum(contains(prompt.text, f) for f in facts), f"{len(facts)}", ""],
-        ["run time (s)", f"{seconds:.0f}", f"{turns} turns", ""],
-    ])
+    table(
+        ["what", "value", "against", "ratio"],
+        [
+            ["checkpoint bytes / raw text", f"{size:,} / {raw:,}", "goal <= 20x", x(size / raw)],
+            ["largest prompt (tokens)", largest, f"budget {budget}", x(largest / budget)],
+            ["summaries, ~1 KB turns (the recent slice fills first)", len(log), "", ""],
+            [
+                "summaries, 4-word turns (only the 50-turn rhythm)",
+                rhythm,
+                f"turns / 50 = {turns // 50}",
+                x(rhythm / max(1, turns // 50)),
+            ],
+            [
+                "facts in the final summary",
+                sum(contains(summary_text, f) for f in facts),
+                f"{len(facts)} planted",
+                "",
+            ],
+            [
+                "facts in the facet registry",
+                sum(contains(registry, f) for f in facts),
+                f"{len(facts)}",
+                "",
+            ],
+            [
+                "facts in the last speaker's prompt",
+                sum(contains(prompt.text, f) for f in facts),
+                f"{len(facts)}",
+                "",
+            ],
+            ["run time (s)", f"{seconds:.0f}", f"{turns} turns", ""],
+        ],
+    )

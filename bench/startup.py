@@ -45,22 +45,36 @@ def _busy(starts: list[float], latency: float) -> float:
 
 
 def _cli_debate(folder: Path) -> dict[str, float]:
-    """A 3-agent round through the CLI against a loopback server whose every reply takes ``LATENCY_S``."""
+    """Return a 3-agent round through the CLI against a loopback server whose every reply takes ``LATENCY_S``."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.support.openai_server import OpenAIServer
 
     with OpenAIServer(words=30) as server:
         server.latency_s = LATENCY_S
-        env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-bench-000000",
-               "DEBATE_DB": str(folder / "startup.sqlite")}
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-bench-000000",
+            "DEBATE_DB": str(folder / "startup.sqlite"),
+        }
         began = time.time()
-        subprocess.run([DEBATE, "run", "--model", "openai:test-model", "--rounds", "1", "--quiet", "p"], env=env,
-                       capture_output=True, check=False)
+        subprocess.run(
+            [DEBATE, "run", "--model", "openai:test-model", "--rounds", "1", "--quiet", "p"],
+            env=env,
+            capture_output=True,
+            check=False,
+        )
         ended = time.time()
         starts = [r["time"] for r in server.requests if r["path"].endswith("/chat/completions")]
     span = max(starts) + LATENCY_S - min(starts)
-    return {"first": min(starts) - began, "after": ended - max(starts) - LATENCY_S, "total": ended - began,
-            "span": span, "own": span - _busy(starts, LATENCY_S), "calls": len(starts)}
+    return {
+        "first": min(starts) - began,
+        "after": ended - max(starts) - LATENCY_S,
+        "total": ended - began,
+        "span": span,
+        "own": span - _busy(starts, LATENCY_S),
+        "calls": len(starts),
+    }
 
 
 def _first_requests(folder: Path, repeat: int = 3) -> list[float]:
@@ -72,12 +86,20 @@ def _first_requests(folder: Path, repeat: int = 3) -> list[float]:
     with OpenAIServer(words=30) as server:
         server.latency_s = 60.0
         for n in range(repeat):
-            env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-bench-000000",
-                   "DEBATE_DB": str(folder / f"first-{n}.sqlite")}
+            env = {
+                **os.environ,
+                "OPENAI_BASE_URL": server.base_url,
+                "OPENAI_API_KEY": "sk-bench-000000",
+                "DEBATE_DB": str(folder / f"first-{n}.sqlite"),
+            }
             before = len(server.requests)
             began = time.time()
-            process = subprocess.Popen([DEBATE, "run", "--model", "openai:test-model", "--rounds", "1", "--quiet",
-                                        "p"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            process = subprocess.Popen(
+                [DEBATE, "run", "--model", "openai:test-model", "--rounds", "1", "--quiet", "p"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             while process.poll() is None and not _posts(server.requests[before:]):
                 time.sleep(0.002)
             if posts := _posts(server.requests[before:]):
@@ -98,14 +120,34 @@ def bench_startup(folder: Path) -> None:
     run = _cli_debate(folder)
     first, after, total = min([run["first"], *_first_requests(folder)]), run["after"], run["total"]
     libraries = _seconds([sys.executable, "-c", LIBRARIES])
-    table(["what", "seconds", "against", "ratio"], [
-        ["`debate --help`", f"{helps:.2f}", f"bare interpreter {bare:.2f} s", x(helps / bare)],
-        ["`debate --version`", f"{version:.2f}", f"bare interpreter {bare:.2f} s", x(version / bare)],
-        ["launch to the first model request (best of 4)", f"{first:.2f}", f"whole run {total:.2f} s",
-         x(first / total)],
-        ["launch to the first model request (best of 4)", f"{first:.2f}",
-         f"importing the libraries it needs, alone {libraries:.2f} s", x(first / libraries)],
-        ["last reply to exit", f"{after:.2f}", f"whole run {total:.2f} s", x(after / total)],
-        [f"first request to last reply, {run['calls']:.0f} calls of {LATENCY_S:.0f} s", f"{run['span']:.2f}",
-         f"no call in flight {run['own']:.2f} s", f"{run['own'] / run['span']:.1%} not waiting for the model"],
-    ])
+    table(
+        ["what", "seconds", "against", "ratio"],
+        [
+            ["`debate --help`", f"{helps:.2f}", f"bare interpreter {bare:.2f} s", x(helps / bare)],
+            [
+                "`debate --version`",
+                f"{version:.2f}",
+                f"bare interpreter {bare:.2f} s",
+                x(version / bare),
+            ],
+            [
+                "launch to the first model request (best of 4)",
+                f"{first:.2f}",
+                f"whole run {total:.2f} s",
+                x(first / total),
+            ],
+            [
+                "launch to the first model request (best of 4)",
+                f"{first:.2f}",
+                f"importing the libraries it needs, alone {libraries:.2f} s",
+                x(first / libraries),
+            ],
+            ["last reply to exit", f"{after:.2f}", f"whole run {total:.2f} s", x(after / total)],
+            [
+                f"first request to last reply, {run['calls']:.0f} calls of {LATENCY_S:.0f} s",
+                f"{run['span']:.2f}",
+                f"no call in flight {run['own']:.2f} s",
+                f"{run['own'] / run['span']:.1%} not waiting for the model",
+            ],
+        ],
+    )

@@ -22,7 +22,9 @@ SNAPSHOT_BYTES = 100_000
 
 def cases(sizes: list[int]) -> list[tuple[str, str, int, float | None]]:
     """(label, agents, rounds, goal) for every storage case."""
-    out: list[tuple[str, str, int, float | None]] = [("(a) 3 agents x 10 rounds", THREE, 10, GOAL_SMALL)]
+    out: list[tuple[str, str, int, float | None]] = [
+        ("(a) 3 agents x 10 rounds", THREE, 10, GOAL_SMALL)
+    ]
     for turns in sizes:
         goal = GOAL_LONG if turns >= 10_000 else None
         out.append((f"(b) 2 agents, ~{turns:,} turns", TWO, rounds_for(turns), goal))
@@ -34,12 +36,34 @@ def row(label: str, run: Run, goal: float | None) -> list[Any]:
     ratio = size / run.raw
     verdict = "" if goal is None else ("met" if ratio <= goal else "MISSED")
     goal_text = "" if goal is None else f"<= {goal:.0f}x {verdict}"
-    return [label, run.rounds, run.turns, len(run.values["summary_log"]), kb(run.raw), kb(size), x(ratio),
-            f"{size / run.turns:,.0f}", f"{run.raw / run.turns:,.0f}", goal_text, f"{run.seconds:.1f}"]
+    return [
+        label,
+        run.rounds,
+        run.turns,
+        len(run.values["summary_log"]),
+        kb(run.raw),
+        kb(size),
+        x(ratio),
+        f"{size / run.turns:,.0f}",
+        f"{run.raw / run.turns:,.0f}",
+        goal_text,
+        f"{run.seconds:.1f}",
+    ]
 
 
-HEADERS = ["case", "rounds", "turns", "summaries", "raw KB", "DB KB", "DB / raw", "DB bytes/turn",
-           "raw bytes/turn", "goal", "run s"]
+HEADERS = [
+    "case",
+    "rounds",
+    "turns",
+    "summaries",
+    "raw KB",
+    "DB KB",
+    "DB / raw",
+    "DB bytes/turn",
+    "raw bytes/turn",
+    "goal",
+    "run s",
+]
 
 
 def bench_storage(runs: Runs, sizes: list[int]) -> None:
@@ -60,20 +84,38 @@ def parts(path: Path) -> list[tuple[str, int]]:
     """Payload bytes per table and channel; task results split by the node that ran them."""
     conn = sqlite3.connect(str(path))
     try:
-        out = [(f"checkpoints.checkpoint, {kind} ({n} rows)", b or 0) for kind, n, b in conn.execute(
-            f"SELECT CASE WHEN length(checkpoint) >= {SNAPSHOT_BYTES} THEN 'full log snapshots' ELSE 'ordinary' END "
-            "AS kind, count(*), sum(length(checkpoint)) FROM checkpoints GROUP BY kind ORDER BY 3 DESC")]
-        out += [("checkpoints.metadata", b or 0) for (b,) in conn.execute(
-            "SELECT sum(length(metadata)) FROM checkpoints")]
-        out += [(f"writes[{ch}] ({n} rows)", b or 0) for ch, n, b in conn.execute(
-            "SELECT channel, count(*), sum(length(value)) FROM writes WHERE channel != '__return__' "
-            "GROUP BY channel ORDER BY 3 DESC")]
-        out += [(f"writes[__return__] of {node} tasks ({n} rows)", b or 0) for node, n, b in conn.execute(
-            "SELECT CASE WHEN task_path LIKE '%summarize%' THEN 'summary_call' ELSE 'model_call' END AS node, "
-            "count(*), sum(length(value)) FROM writes WHERE channel = '__return__' GROUP BY node ORDER BY 3 DESC")]
-        out += [("writes keys (ids, task paths)", b or 0) for (b,) in conn.execute(
-            "SELECT sum(length(thread_id) + length(checkpoint_ns) + length(checkpoint_id) + length(task_id) "
-            "+ length(task_path) + length(channel) + length(type)) FROM writes")]
+        out = [
+            (f"checkpoints.checkpoint, {kind} ({n} rows)", b or 0)
+            for kind, n, b in conn.execute(
+                f"SELECT CASE WHEN length(checkpoint) >= {SNAPSHOT_BYTES} THEN 'full log snapshots' ELSE 'ordinary' END "
+                "AS kind, count(*), sum(length(checkpoint)) FROM checkpoints GROUP BY kind ORDER BY 3 DESC"
+            )
+        ]
+        out += [
+            ("checkpoints.metadata", b or 0)
+            for (b,) in conn.execute("SELECT sum(length(metadata)) FROM checkpoints")
+        ]
+        out += [
+            (f"writes[{ch}] ({n} rows)", b or 0)
+            for ch, n, b in conn.execute(
+                "SELECT channel, count(*), sum(length(value)) FROM writes WHERE channel != '__return__' "
+                "GROUP BY channel ORDER BY 3 DESC"
+            )
+        ]
+        out += [
+            (f"writes[__return__] of {node} tasks ({n} rows)", b or 0)
+            for node, n, b in conn.execute(
+                "SELECT CASE WHEN task_path LIKE '%summarize%' THEN 'summary_call' ELSE 'model_call' END AS node, "
+                "count(*), sum(length(value)) FROM writes WHERE channel = '__return__' GROUP BY node ORDER BY 3 DESC"
+            )
+        ]
+        out += [
+            ("writes keys (ids, task paths)", b or 0)
+            for (b,) in conn.execute(
+                "SELECT sum(length(thread_id) + length(checkpoint_ns) + length(checkpoint_id) + length(task_id) "
+                "+ length(task_path) + length(channel) + length(type)) FROM writes"
+            )
+        ]
     finally:
         conn.close()
     return out
@@ -85,6 +127,10 @@ def breakdown(run: Run) -> None:
     small = [(name, b) for name, b in items if b < size * 0.005]
     items = [(name, b) for name, b in items if b >= size * 0.005]
     items.append((f"{len(small)} smaller items", sum(b for _, b in small)))
-    items.append(("indexes, page slack, free pages (rest)", size - sum(b for _, b in parts(run.path))))
-    table(["table / channel", "KB", "share of DB", "vs raw transcript"],
-          [[name, kb(b), f"{b / size:.1%}", x(b / run.raw)] for name, b in items])
+    items.append(
+        ("indexes, page slack, free pages (rest)", size - sum(b for _, b in parts(run.path)))
+    )
+    table(
+        ["table / channel", "KB", "share of DB", "vs raw transcript"],
+        [[name, kb(b), f"{b / size:.1%}", x(b / run.raw)] for name, b in items],
+    )

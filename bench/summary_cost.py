@@ -17,7 +17,9 @@ BUDGET = 8192 - 1024
 
 def run(context: Context) -> dict[str, Any]:
     graph = compile_debate()
-    return dict(graph.invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "cost"}}, context=context))
+    return dict(
+        graph.invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "cost"}}, context=context)
+    )
 
 
 def tokens(usage: dict[str, Any] | None, prompt: int = 0, reply: int = 0) -> int:
@@ -29,7 +31,10 @@ def cost(values: dict[str, Any]) -> tuple[int, int, int]:
     """Largest prompt, total tokens (summaries included), summarizer tokens: counted here, not by the engine."""
     turns = [t for t in values["transcript"] if t.get("model") is not None]
     largest = max((t["view"]["prompt_tokens"] for t in turns if t.get("view")), default=0)
-    debate = sum(tokens(t.get("usage"), (t.get("view") or {}).get("prompt_tokens", 0), t["tokens"]) for t in turns)
+    debate = sum(
+        tokens(t.get("usage"), (t.get("view") or {}).get("prompt_tokens", 0), t["tokens"])
+        for t in turns
+    )
     summaries = sum(tokens(r.get("usage")) for r in values.get("summary_log", []))
     return largest, debate + summaries, summaries
 
@@ -43,7 +48,9 @@ def modes(rounds: int) -> dict[str, dict[str, Any]]:
 
 
 def bench_summary_cost(rounds_list: list[int]) -> None:
-    print(f"3 agents, fake:words=300; fresh and rolling in an 8K window (budget {BUDGET} tokens).\n")
+    print(
+        f"3 agents, fake:words=300; fresh and rolling in an 8K window (budget {BUDGET} tokens).\n"
+    )
     rows = []
     for rounds in rounds_list:
         results = modes(rounds)
@@ -51,7 +58,30 @@ def bench_summary_cost(rounds_list: list[int]) -> None:
         fresh = cost(results["fresh"])[1]
         for mode, values in results.items():
             largest, total, summ = cost(values)
-            rows.append([rounds, mode, largest, "yes" if largest <= BUDGET else "no", total, summ,
-                         len(values["summary_log"]), x(total / base), x(total / fresh) if mode == "rolling" else ""])
-    table(["R", "mode", "largest prompt", "within budget", "total tokens", "summarizer tokens", "summaries",
-           "vs full", "rolling vs fresh"], rows)
+            rows.append(
+                [
+                    rounds,
+                    mode,
+                    largest,
+                    "yes" if largest <= BUDGET else "no",
+                    total,
+                    summ,
+                    len(values["summary_log"]),
+                    x(total / base),
+                    x(total / fresh) if mode == "rolling" else "",
+                ]
+            )
+    table(
+        [
+            "R",
+            "mode",
+            "largest prompt",
+            "within budget",
+            "total tokens",
+            "summarizer tokens",
+            "summaries",
+            "vs full",
+            "rolling vs fresh",
+        ],
+        rows,
+    )

@@ -21,7 +21,7 @@ ROUNDS = (2, 4, 8)
 
 
 def waves(starts: list[float], latency: float) -> int:
-    """Requests grouped into sequential steps: one starting once the wave's first reply is back opens the next."""
+    """Count the requests grouped into sequential steps: one starting once the wave's first reply is back opens the next."""
     count, opened = 0, float("-inf")
     for start in sorted(starts):
         if start >= opened + latency * 0.9:
@@ -40,8 +40,12 @@ def _debate(rounds: int) -> tuple[int, int, int, int, float]:
         with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000"):
             began = time.perf_counter()
             values = compile_debate().invoke(
-                {"problem": PROBLEM}, {"configurable": {"thread_id": f"waves-{rounds}"}},
-                context=Context(model="openai:bench", agents=THREE, rounds=rounds, context_window=WINDOW))
+                {"problem": PROBLEM},
+                {"configurable": {"thread_id": f"waves-{rounds}"}},
+                context=Context(
+                    model="openai:bench", agents=THREE, rounds=rounds, context_window=WINDOW
+                ),
+            )
             seconds = time.perf_counter() - began
         starts = [r["time"] for r in server.requests if r["path"].endswith("/chat/completions")]
     prompt = values["spend"]["total"]["input_tokens"]
@@ -53,9 +57,36 @@ def bench_waves() -> None:
     for rounds in ROUNDS:
         count, requests, summaries, prompt, seconds = _debate(rounds)
         floor = 2 * rounds + 2
-        rows.append([f"R={rounds}", count, f"2R+2 = {floor}", x(count / floor), requests, summaries, f"{prompt:,}",
-                     f"{seconds:.2f}", f"{floor * LATENCY_S:.2f}", x(seconds / (floor * LATENCY_S))])
-    table(["debate", "waves", "phases alone", "ratio", "requests", "summaries", "prompt tokens", "wall s",
-           "2R+2 x 300 ms", "ratio"], rows)
-    print(f"(3 agents, {WORDS}-word replies, {LATENCY_S * 1000:.0f} ms a reply, context window {WINDOW}; "
-          "issue 24: at most 2R+3 waves)\n")
+        rows.append(
+            [
+                f"R={rounds}",
+                count,
+                f"2R+2 = {floor}",
+                x(count / floor),
+                requests,
+                summaries,
+                f"{prompt:,}",
+                f"{seconds:.2f}",
+                f"{floor * LATENCY_S:.2f}",
+                x(seconds / (floor * LATENCY_S)),
+            ]
+        )
+    table(
+        [
+            "debate",
+            "waves",
+            "phases alone",
+            "ratio",
+            "requests",
+            "summaries",
+            "prompt tokens",
+            "wall s",
+            "2R+2 x 300 ms",
+            "ratio",
+        ],
+        rows,
+    )
+    print(
+        f"(3 agents, {WORDS}-word replies, {LATENCY_S * 1000:.0f} ms a reply, context window {WINDOW}; "
+        "issue 24: at most 2R+3 waves)\n"
+    )

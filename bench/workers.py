@@ -34,7 +34,9 @@ from bench.common import table, x
 MODEL = "fake:latency_ms=300,words=40"
 TEAM = ["--agents", "kiss,security", "--rounds", "2"]
 PHASES = 6  # propose, critique, refine, critique, refine, synthesize
-COUNT_SQL = "SELECT count(*) FILTER (WHERE status IN ('todo', 'doing')), count(*) FROM procrastinate_jobs"
+COUNT_SQL = (
+    "SELECT count(*) FILTER (WHERE status IN ('todo', 'doing')), count(*) FROM procrastinate_jobs"
+)
 SPAN_SQL = """
 SELECT EXTRACT(EPOCH FROM max(at) FILTER (WHERE type = 'succeeded') - min(at) FILTER (WHERE type = 'deferred'))
   FROM procrastinate_events"""
@@ -45,24 +47,46 @@ SELECT j.lock, n.worker FROM procrastinate_jobs j JOIN debate_job_notes n ON n.j
 
 def debate(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "debate"
-    return [str(script) if script.exists() else sys.executable, *([] if script.exists() else
-            ["-m", "debate_engine.app.cli"]), *args]
+    return [
+        str(script) if script.exists() else sys.executable,
+        *([] if script.exists() else ["-m", "debate_engine.app.cli"]),
+        *args,
+    ]
 
 
 def submit(url: str, folder: Path, count: int, rounds: int = 2) -> None:
     path = folder / f"problems-{count}.jsonl"
-    path.write_text("".join(json.dumps({"problem": f"Design service_{i}.py for {100 + i} rps", "rounds": rounds})
-                            + "\n" for i in range(count)))
-    subprocess.run(debate("submit", "--problems", str(path), "--model", MODEL, *TEAM[:2], "--db", url),
-                   check=True, capture_output=True, text=True)
+    path.write_text(
+        "".join(
+            json.dumps({"problem": f"Design service_{i}.py for {100 + i} rps", "rounds": rounds})
+            + "\n"
+            for i in range(count)
+        )
+    )
+    subprocess.run(
+        debate("submit", "--problems", str(path), "--model", MODEL, *TEAM[:2], "--db", url),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 @contextmanager
-def workers(url: str, names: list[str], *extra: str) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+def workers(
+    url: str, names: list[str], *extra: str
+) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     with ExitStack() as stack:
-        procs = {n: subprocess.Popen(debate("worker", "--name", n, *extra, "--db", url),
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for n in names}
-        stack.callback(lambda: [p.send_signal(signal.SIGTERM) for p in procs.values() if p.poll() is None])
+        procs = {
+            n: subprocess.Popen(
+                debate("worker", "--name", n, *extra, "--db", url),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            for n in names
+        }
+        stack.callback(
+            lambda: [p.send_signal(signal.SIGTERM) for p in procs.values() if p.poll() is None]
+        )
         try:
             yield procs
         finally:
@@ -141,36 +165,86 @@ def floor(count: int, slots: int) -> float:
 
 def bench_workers(concurrency: int = 4, count: int = 40, stall_s: float = 15.0) -> None:
     from debate_engine.app.commands.worker import handover_bound
-    from tests.integration.conftest import NoPostgres, fresh_database, server_bindir, temporary_postgres
+    from tests.integration.conftest import (
+        NoPostgres,
+        fresh_database,
+        server_bindir,
+        temporary_postgres,
+    )
 
     try:
         server_bindir()
     except NoPostgres as exc:
         print(f"(skipped: {exc})\n")
         return
-    with temporary_postgres() as server, tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp:
+    with (
+        temporary_postgres() as server,
+        tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp,
+    ):
         folder = Path(tmp)
         walls, ready = {}, {}
         for n in (1, 2, 4):
-            print(f"(running {count} debates on {n} worker(s) at --concurrency {concurrency} ...)", flush=True)
+            print(
+                f"(running {count} debates on {n} worker(s) at --concurrency {concurrency} ...)",
+                flush=True,
+            )
             walls[n], ready[n] = wall(fresh_database(server), folder, n, concurrency, count)
-        table(["workers", "wall s", "speed-up vs 1 worker", "ideal", "wall / latency-only floor", "start-up s"],
-              [[n, f"{walls[n]:.1f}", x(walls[1] / walls[n]), x(n), x(walls[n] / floor(count, n * concurrency)),
-                f"{ready[n]:.1f}"] for n in walls])
-        print("(wall: from the jobs' insertion to the last one's end, on workers already running; the floor is "
-              f"waves of {concurrency} x workers debates, {PHASES} call latencies each; goal: 4 workers >= 3.00x)\n")
-        print(f"(hand-over: SIGKILL one of two workers at --stall-timeout {stall_s:g} ...)", flush=True)
+        table(
+            [
+                "workers",
+                "wall s",
+                "speed-up vs 1 worker",
+                "ideal",
+                "wall / latency-only floor",
+                "start-up s",
+            ],
+            [
+                [
+                    n,
+                    f"{walls[n]:.1f}",
+                    x(walls[1] / walls[n]),
+                    x(n),
+                    x(walls[n] / floor(count, n * concurrency)),
+                    f"{ready[n]:.1f}",
+                ]
+                for n in walls
+            ],
+        )
+        print(
+            "(wall: from the jobs' insertion to the last one's end, on workers already running; the floor is "
+            f"waves of {concurrency} x workers debates, {PHASES} call latencies each; goal: 4 workers >= 3.00x)\n"
+        )
+        print(
+            f"(hand-over: SIGKILL one of two workers at --stall-timeout {stall_s:g} ...)",
+            flush=True,
+        )
         took, orphans = handover(fresh_database(server), folder, stall_s)
-        table(["orphaned debates", "hand-over s", "stated bound s", "hand-over / bound"],
-              [[orphans, f"{took:.1f}", f"{handover_bound(stall_s):g}", x(took / handover_bound(stall_s))]])
+        table(
+            ["orphaned debates", "hand-over s", "stated bound s", "hand-over / bound"],
+            [
+                [
+                    orphans,
+                    f"{took:.1f}",
+                    f"{handover_bound(stall_s):g}",
+                    x(took / handover_bound(stall_s)),
+                ]
+            ],
+        )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.workers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--concurrency", type=int, default=4, help="--concurrency of every worker (default 4)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.workers",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=4, help="--concurrency of every worker (default 4)"
+    )
     parser.add_argument("--debates", type=int, default=40)
-    parser.add_argument("--stall-timeout", type=float, default=15.0, help="the workers' --stall-timeout")
+    parser.add_argument(
+        "--stall-timeout", type=float, default=15.0, help="the workers' --stall-timeout"
+    )
     args = parser.parse_args()
     bench_workers(args.concurrency, args.debates, args.stall_timeout)
 

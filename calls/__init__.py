@@ -6,5 +6,19 @@ from debate_engine.calls.road import Answer, Attempt, CallFailed, Request, aask,
 from debate_engine.calls.slots import LOCAL_SLOTS, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
 
-__all__ = ["LOCAL_SLOTS", "Answer", "Attempt", "CallFailed", "Request", "aask", "adrive", "ask",
-           "counted_usage", "drive", "json_object", "parse_structured", "slot_limit", "usage_of"]
+__all__ = [
+    "LOCAL_SLOTS",
+    "Answer",
+    "Attempt",
+    "CallFailed",
+    "Request",
+    "aask",
+    "adrive",
+    "ask",
+    "counted_usage",
+    "drive",
+    "json_object",
+    "parse_structured",
+    "slot_limit",
+    "usage_of",
+]

@@ -41,7 +41,7 @@ def drive(steps: Generator[P, Any, R], request_of: Callable[[P], Request]) -> R:
 
 
 async def adrive(steps: Generator[P, Any, R], request_of: Callable[[P], Request]) -> R:
-    """The async twin of :func:`drive`."""
+    """Return the async twin of :func:`drive`."""
     finished, value = _step(steps, None)
     while not finished:
         try:

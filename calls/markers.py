@@ -30,7 +30,9 @@ from debate_engine.providers.factory import parse_spec
 MARKER = {"type": "ephemeral"}
 MARKED_PREFIXES = ("anthropic/",)
 """OpenRouter model names whose provider caches only marked prompts."""
-_PARTS = "|".join(re.escape(h) for h in (PROBLEM_HEADER, PINNED_HEADER, SUMMARY_HEADER, HISTORY_HEADER))
+_PARTS = "|".join(
+    re.escape(h) for h in (PROBLEM_HEADER, PINNED_HEADER, SUMMARY_HEADER, HISTORY_HEADER)
+)
 _BOUNDARY = re.compile(
     rf"(?<=\n\n)(?=(?:{_PARTS})\n|### [^\n]*\((?:round|turn) \d+\)\n"
     r"|### Clarifications asked by |### Briefing from the organisers\n)"
@@ -46,7 +48,7 @@ def marks_cache(spec: str) -> bool:
 
 
 def blocks(user: str) -> list[dict[str, Any]]:
-    """The user message as text blocks that join to ``user``; the last block before the task is marked.
+    """Return the user message as text blocks that join to ``user``; the last block before the task is marked.
 
     A prompt with no task part (an evaluator's) is one unmarked block: nothing else would read its entry.
     """
@@ -65,7 +67,7 @@ def blocks(user: str) -> list[dict[str, Any]]:
 
 
 def messages(system: str, user: str, spec: str) -> list[Any]:
-    """The chat messages of one request to ``spec``: plain text, or marked blocks where the provider needs them."""
+    """Return the chat messages of one request to ``spec``: plain text, or marked blocks where the provider needs them."""
     if not marks_cache(spec) or not system.strip():
         return [SystemMessage(system), HumanMessage(user)]
     marked_system = [{"type": "text", "text": system, "cache_control": MARKER}]

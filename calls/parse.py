@@ -20,7 +20,7 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 
 
 def parse_structured(schema: type[BaseModel], message: Any, parsed: Any = None) -> BaseModel | None:
-    """The schema's instance from ``message``: LangChain's parse if it succeeded, else the lenient one."""
+    """Return the schema's instance from ``message``: LangChain's parse if it succeeded, else the lenient one."""
     if isinstance(parsed, schema):
         return parsed
     for candidate in _candidates(message):
@@ -32,7 +32,7 @@ def parse_structured(schema: type[BaseModel], message: Any, parsed: Any = None) 
 
 
 def _raw_texts(message: Any) -> list[str]:
-    """The raw strings a structured answer may be in: unparsed tool-call arguments, then the reply's text."""
+    """Return the raw strings a structured answer may be in: unparsed tool-call arguments, then the reply's text."""
     raws = [call.get("args") for call in getattr(message, "invalid_tool_calls", None) or []]
     kwargs = getattr(message, "additional_kwargs", None) or {}
     raws += [(c.get("function") or {}).get("arguments") for c in kwargs.get("tool_calls") or []]
@@ -60,7 +60,7 @@ def looks_cut(message: Any) -> bool:
 
 
 def json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text``: fenced or bare, a trailing comma forgiven."""
+    """Return the first JSON object in ``text``: fenced or bare, a trailing comma forgiven."""
     for body in [*_FENCE.findall(text), text]:
         start = body.find("{")
         while start != -1:
@@ -80,7 +80,7 @@ def json_object(text: str) -> dict[str, Any] | None:
 
 
 def _closing(text: str, start: int) -> int | None:
-    """The index of the brace that closes the one at ``start`` (strings and escapes respected)."""
+    """Return the index of the brace that closes the one at ``start`` (strings and escapes respected)."""
     depth, in_string, escaped = 0, False, False
     for i in range(start, len(text)):
         ch = text[i]

@@ -87,7 +87,7 @@ class Request:
 
 
 def most_requests(structured: bool, retry_empty: bool) -> int:
-    """Requests one call may send to one model: the answer, its prose fallback, an empty reply asked again."""
+    """Return the requests one call may send to one model: the answer, its prose fallback, an empty reply asked again."""
     return 1 + int(structured) + int(retry_empty)
 
 
@@ -140,45 +140,73 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
             if result.attempt:
                 attempts.append(result.attempt)
             at_limit = _spent_all(request, attempts)
-            if outcome == "unparsed" and (request.prose_fallback or not result.attempt) and not at_limit:
+            if (
+                outcome == "unparsed"
+                and (request.prose_fallback or not result.attempt)
+                and not at_limit
+            ):
                 structured = False
             elif outcome in ("ok", "cut", "unparsed"):
                 assert result.attempt is not None
                 parsed = result.parsed.model_dump() if result.parsed is not None else None
-                return Answer(text=result.text, parsed=parsed, model=spec, truncated=result.truncated,
-                              latency_ms=result.attempt["latency_ms"], attempts=attempts,
-                              clamped=list(getattr(result.parsed, "clamped", []) or []))
+                return Answer(
+                    text=result.text,
+                    parsed=parsed,
+                    model=spec,
+                    truncated=result.truncated,
+                    latency_ms=result.attempt["latency_ms"],
+                    attempts=attempts,
+                    clamped=list(getattr(result.parsed, "clamped", []) or []),
+                )
             elif outcome == "empty" and retry_empty:
                 retry_empty = False
             else:
                 break
     last = attempts[-1]["error"] if attempts else "no model to ask"
-    raise CallFailed(redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts)
+    raise CallFailed(
+        redact(f"{request.who} on {', '.join(request.models)}: {last}")[:800], attempts
+    )
 
 
 def _spent_all(request: Request, attempts: list[Attempt]) -> bool:
     """Whether the call has sent every billable request its reserve holds (a refused request bills nothing)."""
-    return bool(request.max_requests) and sum(a["usage"] is not None for a in attempts) >= request.max_requests
+    return (
+        bool(request.max_requests)
+        and sum(a["usage"] is not None for a in attempts) >= request.max_requests
+    )
 
 
 def _config(request: Request) -> RunnableConfig:
     return {"tags": list(request.tags), "metadata": dict(request.metadata)}
 
 
-def _runnable(request: Request, spec: str, structured: bool, loop: int) -> Runnable[Any, Any] | None:
-    """The model for one request (None: it has no structured form). A 200 whose body is not JSON is retried."""
-    model = chat_model(spec, temperature=request.temperature, max_tokens=request.max_tokens,
-                       timeout_s=request.timeout_s, loop=loop)
+def _runnable(
+    request: Request, spec: str, structured: bool, loop: int
+) -> Runnable[Any, Any] | None:
+    """Return the model for one request (None: it has no structured form). A 200 whose body is not JSON is retried."""
+    model = chat_model(
+        spec,
+        temperature=request.temperature,
+        max_tokens=request.max_tokens,
+        timeout_s=request.timeout_s,
+        loop=loop,
+    )
     runnable: Runnable[Any, Any] = model
     if structured and request.schema is not None:
         try:
-            runnable = model.with_structured_output(request.schema, method="function_calling", include_raw=True)
+            runnable = model.with_structured_output(
+                request.schema, method="function_calling", include_raw=True
+            )
         except NotImplementedError:
             return None
-    return runnable.with_retry(retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3)
+    return runnable.with_retry(
+        retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
+    )
 
 
-def _result(request: Request, spec: str, structured: bool, out: Any, started: float, sent: bool = True) -> _Result:
+def _result(
+    request: Request, spec: str, structured: bool, out: Any, started: float, sent: bool = True
+) -> _Result:
     """Classify what one request returned (a message, a structured dict or an error).
 
     A request abandoned at its deadline may still be answered, and billed, by the provider: it is charged as it
@@ -189,7 +217,12 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
         outcome: Outcome = "timeout" if isinstance(out, TimeoutError) else "failed"
         why = redact(f"{type(out).__name__}: {out}")[:500]
         usage = _abandoned(request) if outcome == "timeout" and sent else None
-        return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=why), "", None, False)
+        return _Result(
+            Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=why),
+            "",
+            None,
+            False,
+        )
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
@@ -200,22 +233,38 @@ def _result(request: Request, spec: str, structured: bool, out: Any, started: fl
     given = out.get("parsed") if structured else None
     parsed = parse_structured(request.schema, raw, given) if request.schema else None
     error: str | None = None
-    called = structured and (getattr(raw, "tool_calls", None) or getattr(raw, "invalid_tool_calls", None))
-    if not text and parsed is None and not called:  # a tool called where prose was asked is no answer either
+    called = structured and (
+        getattr(raw, "tool_calls", None) or getattr(raw, "invalid_tool_calls", None)
+    )
+    if (
+        not text and parsed is None and not called
+    ):  # a tool called where prose was asked is no answer either
         outcome, error = "empty", "the model returned an empty reply"
     elif structured and parsed is None:
-        outcome, error = "unparsed", "cut at the output limit" if cut else "the structured answer did not parse"
+        outcome, error = (
+            "unparsed",
+            "cut at the output limit" if cut else "the structured answer did not parse",
+        )
     else:
         outcome = "cut" if cut else "ok"
-    return _Result(Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error), text, parsed, cut)
+    return _Result(
+        Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=error),
+        text,
+        parsed,
+        cut,
+    )
 
 
 def _abandoned(request: Request) -> Usage:
-    """What a request abandoned at its deadline may be billed: its prompt (tools included) and all it may write."""
+    """Return what a request abandoned at its deadline may be billed: its prompt (tools included) and all it may write."""
     prompt = counted_usage(request.system + "\n" + request.user, "")["input_tokens"]
     prompt += tool_tokens(request.schema) if request.schema is not None else 0
-    return Usage(input_tokens=prompt, output_tokens=request.max_tokens, total_tokens=prompt + request.max_tokens,
-                 estimated=True)
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=request.max_tokens,
+        total_tokens=prompt + request.max_tokens,
+        estimated=True,
+    )
 
 
 class _Clock:
@@ -229,7 +278,7 @@ class _Clock:
 
 
 def _provider_failure(exc: Exception) -> Exception:
-    """A failed request the policy may route around (to the next model); any other error is a bug, raised."""
+    """Return a failed request the policy may route around (to the next model); any other error is a bug, raised."""
     if not is_provider_error(exc):
         raise exc
     return exc
@@ -278,7 +327,7 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
 
 
 async def aask(request: Request) -> Answer:
-    """The async twin of :func:`ask`: cancellable while a request is in flight."""
+    """Return the async twin of :func:`ask`: cancellable while a request is in flight."""
     policy, clock = _policy(request), _Clock(request.timeout_s)
     step = next(policy)
     while True:

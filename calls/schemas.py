@@ -40,29 +40,35 @@ def chars_for(max_output_tokens: int, share: float, floor: int = 40) -> int:
 
 
 def text_field(description: str, chars: int) -> tuple[Any, FieldInfo]:
-    """A required string of at most ``chars`` characters."""
-    return str, Field(description=f"{description} At most {chars} characters.",
-                      json_schema_extra={"maxLength": chars})
+    """Return a required string of at most ``chars`` characters."""
+    return str, Field(
+        description=f"{description} At most {chars} characters.",
+        json_schema_extra={"maxLength": chars},
+    )
 
 
 def list_field(description: str, count: int, chars: int) -> tuple[Any, FieldInfo]:
-    """A required list of at most ``count`` strings of at most ``chars`` characters each."""
-    return list[str], Field(description=f"{description} At most {count} items.",
-                            json_schema_extra={"maxItems": count, "items": {"type": "string", "maxLength": chars}})
+    """Return a required list of at most ``count`` strings of at most ``chars`` characters each."""
+    return list[str], Field(
+        description=f"{description} At most {count} items.",
+        json_schema_extra={"maxItems": count, "items": {"type": "string", "maxLength": chars}},
+    )
 
 
 def percent_field(description: str) -> tuple[Any, FieldInfo]:
-    """A required 0-100 number offered in steps of 10."""
+    """Return a required 0-100 number offered in steps of 10."""
     return int, Field(description=f"{description} 0 to 100.", json_schema_extra={"enum": PERCENTS})
 
 
 def score_field(description: str) -> tuple[Any, FieldInfo]:
-    """A required 1-10 rubric score, as an enum (clamped on reading when a model strays)."""
-    return int, Field(description=f"{description} 1 to 10.", ge=1, le=10, json_schema_extra={"enum": SCORES})
+    """Return a required 1-10 rubric score, as an enum (clamped on reading when a model strays)."""
+    return int, Field(
+        description=f"{description} 1 to 10.", ge=1, le=10, json_schema_extra={"enum": SCORES}
+    )
 
 
 def choice_field(description: str, choices: list[str]) -> tuple[Any, FieldInfo]:
-    """A required string that must be one of ``choices``."""
+    """Return a required string that must be one of ``choices``."""
     return str, Field(description=description, json_schema_extra={"enum": list(choices)})
 
 
@@ -96,7 +102,11 @@ def _fit_value(field: FieldInfo | None, name: str, value: Any, clamped: list[str
     if _past_bounds(bounds, value):
         clamped.append(name)
     enum = bounds.get("enum")
-    if enum in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
+    if (
+        enum in (PERCENTS, SCORES)
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
         return min(enum[-1], max(enum[0], int(value)))
     if enum is not None and isinstance(value, str) and value not in enum:
         return ""  # a sentence where an id was asked: never read as one
@@ -112,18 +122,22 @@ def _past_bounds(bounds: dict[str, Any], value: Any) -> bool:
         too_long = any(len(str(v)) > item_limit for v in value)
         return len(value) > int(bounds["maxItems"]) or too_long
     enum = bounds.get("enum")
-    if enum in (PERCENTS, SCORES) and isinstance(value, int | float) and not isinstance(value, bool):
+    if (
+        enum in (PERCENTS, SCORES)
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
         return not enum[0] <= value <= enum[-1]
     return enum is not None and isinstance(value, str) and value not in enum
 
 
 def answer_schema(name: str, doc: str, **fields: tuple[Any, FieldInfo]) -> type[Bounded]:
-    """A structured answer with every field required (none has a default)."""
+    """Return a structured answer with every field required (none has a default)."""
     return create_model(name, __base__=Bounded, __doc__=doc, **fields)  # type: ignore[call-overload, no-any-return]
 
 
 def schema_problems(schema: dict[str, Any], where: str = "") -> list[str]:
-    """What a grammar-constrained model could not satisfy: optional properties, unbounded arrays and strings."""
+    """Return what a grammar-constrained model could not satisfy: optional properties, unbounded arrays and strings."""
     problems: list[str] = []
     for key, sub in (schema.get("$defs") or {}).items():
         problems += schema_problems(sub, f"$defs.{key}")

@@ -25,7 +25,7 @@ _table: dict[tuple[Any, ...], list[Any]] = {}
 
 
 def slot_limit(provider: str, limit: int) -> int:
-    """The run's limit for ``provider``: ``--max-concurrency``, and one for the embedded server whatever it says."""
+    """Return the run's limit for ``provider``: ``--max-concurrency``, and one for the embedded server whatever it says."""
     if provider == "local":
         return min(limit, LOCAL_SLOTS) if limit else LOCAL_SLOTS
     return limit

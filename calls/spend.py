@@ -65,8 +65,15 @@ Reserve = tuple[str | Sequence[str], int, int]
 
 
 def empty_tally() -> Tally:
-    return Tally(calls=0, input_tokens=0, output_tokens=0, cost=0.0, cache_read_tokens=0, cache_write_tokens=0,
-                 saved=0.0)
+    return Tally(
+        calls=0,
+        input_tokens=0,
+        output_tokens=0,
+        cost=0.0,
+        cache_read_tokens=0,
+        cache_write_tokens=0,
+        saved=0.0,
+    )
 
 
 def empty_spend() -> Spend:
@@ -82,11 +89,15 @@ def bill(price: Price, usage: Usage) -> tuple[float, float]:
 
 def _add(tally: Tally | None, usage: Usage, dollars: float, saved: float) -> Tally:
     base = tally or empty_tally()
-    return Tally(calls=base["calls"] + 1, input_tokens=base["input_tokens"] + usage["input_tokens"],
-                 output_tokens=base["output_tokens"] + usage["output_tokens"], cost=base["cost"] + dollars,
-                 cache_read_tokens=cached(base) + usage.get("cache_read_tokens", 0),
-                 cache_write_tokens=base.get("cache_write_tokens", 0) + usage.get("cache_write_tokens", 0),
-                 saved=base.get("saved", 0.0) + saved)
+    return Tally(
+        calls=base["calls"] + 1,
+        input_tokens=base["input_tokens"] + usage["input_tokens"],
+        output_tokens=base["output_tokens"] + usage["output_tokens"],
+        cost=base["cost"] + dollars,
+        cache_read_tokens=cached(base) + usage.get("cache_read_tokens", 0),
+        cache_write_tokens=base.get("cache_write_tokens", 0) + usage.get("cache_write_tokens", 0),
+        saved=base.get("saved", 0.0) + saved,
+    )
 
 
 def cached(tally: Tally) -> int:
@@ -94,9 +105,13 @@ def cached(tally: Tally) -> int:
     return tally.get("cache_read_tokens", 0)
 
 
-def charge(spend: Spend, charges: Iterable[tuple[str, str, str, Usage]], prices: dict[str, Price]) -> Spend:
+def charge(
+    spend: Spend, charges: Iterable[tuple[str, str, str, Usage]], prices: dict[str, Price]
+) -> Spend:
     """Add calls' usage, as billed: ``(agent_id, phase, model spec, usage)`` each."""
-    out = Spend(total=spend["total"], by_agent=dict(spend["by_agent"]), by_phase=dict(spend["by_phase"]))
+    out = Spend(
+        total=spend["total"], by_agent=dict(spend["by_agent"]), by_phase=dict(spend["by_phase"])
+    )
     for agent_id, phase, spec, usage in charges:
         dollars, saved = bill(prices.get(spec, FREE), usage)
         out["total"] = _add(out["total"], usage, dollars, saved)
@@ -116,11 +131,15 @@ def judge_floor(context_window: int, max_output_tokens: int) -> tuple[int, int]:
     return min(total, JUDGE_PROMPT_FLOOR), max_output_tokens
 
 
-def dearest(prices: dict[str, Price], specs: str | Sequence[str], input_tokens: int, output_tokens: int) -> float:
+def dearest(
+    prices: dict[str, Price], specs: str | Sequence[str], input_tokens: int, output_tokens: int
+) -> float:
     """Dollars for a call at the dearest of the models that may answer it, every prompt token at the dearer of
     the input and the cache-write price (a provider may bill the whole prompt as a cache write)."""
-    return max(_worst(prices.get(spec, FREE), input_tokens, output_tokens)
-               for spec in ((specs,) if isinstance(specs, str) else specs))
+    return max(
+        _worst(prices.get(spec, FREE), input_tokens, output_tokens)
+        for spec in ((specs,) if isinstance(specs, str) else specs)
+    )
 
 
 def _worst(price: Price, input_tokens: int, output_tokens: int) -> float:

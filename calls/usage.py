@@ -13,7 +13,7 @@ CACHE_KEYS = {"cache_read": "cache_read_tokens", "cache_creation": "cache_write_
 
 
 def usage_of(message: Any) -> Usage | None:
-    """The provider's usage on a message, cached prompt tokens included, or None."""
+    """Return the provider's usage on a message, cached prompt tokens included, or None."""
     meta = getattr(message, "usage_metadata", None)
     if not meta:
         return None
@@ -25,7 +25,9 @@ def usage_of(message: Any) -> Usage | None:
     details: Mapping[str, Any] = meta.get("input_token_details") or {}
     for theirs, ours in CACHE_KEYS.items():
         # On OpenAI's priority and flex tiers langchain prefixes the key with the tier's name.
-        found = sum(int(v or 0) for k, v in details.items() if k == theirs or k.endswith("_" + theirs))
+        found = sum(
+            int(v or 0) for k, v in details.items() if k == theirs or k.endswith("_" + theirs)
+        )
         if found:
             usage[ours] = found  # type: ignore[literal-required]
     return usage

@@ -27,23 +27,31 @@ def check_context(context: Context) -> tuple[Context, list[str]]:
     try:
         checked = TypeAdapter(type(context)).validate_python(dataclasses.asdict(context))
     except ValidationError as exc:
-        checked, named = context, {p.split(":")[0] for p in problems}  # what strictness refused is named once
-        problems += [p for p in (_problem(type(context), e) for e in exc.errors())
-                     if p.removeprefix(RANGE).split(":")[0] not in named]
+        checked, named = (
+            context,
+            {p.split(":")[0] for p in problems},
+        )  # what strictness refused is named once
+        problems += [
+            p
+            for p in (_problem(type(context), e) for e in exc.errors())
+            if p.removeprefix(RANGE).split(":")[0] not in named
+        ]
     except RecursionError:
         raise ConfigError(["context: a value is nested too deep to read"]) from None
     except TypeError as exc:
         raise ConfigError([f"context: {exc}"]) from None
     if any(not p.startswith(RANGE) for p in problems):
         raise ConfigError(problems)
-    return checked, [p[len(RANGE):] for p in problems]
+    return checked, [p[len(RANGE) :] for p in problems]
 
 
 def _not_numbers(context: Context) -> list[str]:
     """Numbers, strictly: ``true`` (which lax parsing reads as 1) and ``"3"`` are not numbers."""
-    return [not_a_number(name, getattr(context, name, None), whole)
-            for name, (adapter, whole) in _numeric_fields(type(context)).items()  # type: ignore[arg-type]
-            if _refused(adapter, getattr(context, name, None))]
+    return [
+        not_a_number(name, getattr(context, name, None), whole)
+        for name, (adapter, whole) in _numeric_fields(type(context)).items()  # type: ignore[arg-type]
+        if _refused(adapter, getattr(context, name, None))
+    ]
 
 
 def _refused(adapter: TypeAdapter[Any], value: Any) -> bool:
@@ -79,7 +87,7 @@ def _problem(kind: type[Context], error: Any) -> str:
 
 
 def _bounds(kind: type[Context], name: str) -> tuple[Any, Any]:
-    """The range a context field's ``Field(ge=..., le=...)`` declares."""
+    """Return the range a context field's ``Field(ge=..., le=...)`` declares."""
     hint = typing.get_type_hints(kind, include_extras=True)[name]
     found: dict[str, Any] = {}
     for meta in getattr(hint, "__metadata__", ()):

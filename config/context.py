@@ -46,64 +46,102 @@ class Context:
             "their turns pauses the run with an interrupt carrying the task and the view; resume with the answer."
         ),
     )
-    rounds: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3."))
-    config_file: str = field(default="", metadata=_d("Path to a JSON debate config in the seed schema."))
+    rounds: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(
+        default=None, metadata=_d("Debate rounds (>= 1). Empty: the config file's, else 3.")
+    )
+    config_file: str = field(
+        default="", metadata=_d("Path to a JSON debate config in the seed schema.")
+    )
     clarify: bool = field(
-        default=False, metadata=_d("Ask each agent for clarifying questions first (interrupts for answers).")
+        default=False,
+        metadata=_d("Ask each agent for clarifying questions first (interrupts for answers)."),
     )
     max_questions: Annotated[int | None, Field(ge=0, le=20)] = field(
-        default=None, metadata=_d("Most clarifying questions per agent. Empty: the config file's "
-                                  "clarificationsMaxPerAgent, else 3.")
+        default=None,
+        metadata=_d(
+            "Most clarifying questions per agent. Empty: the config file's "
+            "clarificationsMaxPerAgent, else 3."
+        ),
     )
     summarize: bool | None = field(
         default=None, metadata=_d("Summarize long histories. Empty: the config file's, else on.")
     )
-    summary_method: str = field(default="", metadata=_d("Summary strategy: rolling (default) or fresh."))
-    summary_threshold: int | None = field(
-        default=None, metadata=_d("Characters of live history that fire a summary (seed default 5000).")
+    summary_method: str = field(
+        default="", metadata=_d("Summary strategy: rolling (default) or fresh.")
     )
-    summary_max_length: int | None = field(default=None, metadata=_d("Most characters a summary is asked for (default 2500; its slot in the view may ask fewer)."))
+    summary_threshold: int | None = field(
+        default=None,
+        metadata=_d("Characters of live history that fire a summary (seed default 5000)."),
+    )
+    summary_max_length: int | None = field(
+        default=None,
+        metadata=_d(
+            "Most characters a summary is asked for (default 2500; its slot in the view may ask fewer)."
+        ),
+    )
     trigger_ratio: float | None = field(
-        default=None, metadata=_d("Fire a summary at this share of the history budget (default 0.8).")
+        default=None,
+        metadata=_d("Fire a summary at this share of the history budget (default 0.8)."),
     )
     context_window: Annotated[int | None, Field(ge=512, le=10_000_000)] = field(
-        default=None, metadata=_d("Context window in tokens. Empty: the model's known window, else 8192.")
+        default=None,
+        metadata=_d("Context window in tokens. Empty: the model's known window, else 8192."),
     )
-    max_output_tokens: Annotated[int | None, Field(ge=16, le=1_000_000)] = field(default=None, metadata=_d("Tokens reserved for each answer (default 1024)."))
+    max_output_tokens: Annotated[int | None, Field(ge=16, le=1_000_000)] = field(
+        default=None, metadata=_d("Tokens reserved for each answer (default 1024).")
+    )
     max_concurrency: Annotated[int | None, Field(ge=1, le=10_000)] = field(
-        default=None, metadata=_d("Most model requests in flight at once to one provider for this run, summaries "
-                                  "included. Empty: the config file's maxConcurrency, else no limit (the embedded "
-                                  "model: one).")
+        default=None,
+        metadata=_d(
+            "Most model requests in flight at once to one provider for this run, summaries "
+            "included. Empty: the config file's maxConcurrency, else no limit (the embedded "
+            "model: one)."
+        ),
     )
-    timeout_s: Annotated[float | None, Field(ge=0.001, le=86_400)] = field(default=None, metadata=_d("Per-call timeout in seconds (default 120)."))
+    timeout_s: Annotated[float | None, Field(ge=0.001, le=86_400)] = field(
+        default=None, metadata=_d("Per-call timeout in seconds (default 120).")
+    )
     max_tokens: Annotated[int | None, Field(ge=1, le=10**12)] = field(
         default=None,
-        metadata=_d("Spend cap: most prompt + completion tokens over every call (agents, summaries, judge). "
-                    "When the next phase no longer fits, the judge synthesizes from what exists."),
+        metadata=_d(
+            "Spend cap: most prompt + completion tokens over every call (agents, summaries, judge). "
+            "When the next phase no longer fits, the judge synthesizes from what exists."
+        ),
     )
     briefings: dict[str, str] | None = field(
         default=None,
-        metadata=_d("Notes that enter every perspective at the start of a round (or turn), by its number: "
-                    '{"1": "The budget is 2 engineers."}. The memory probe plants its facts this way.'),
+        metadata=_d(
+            "Notes that enter every perspective at the start of a round (or turn), by its number: "
+            '{"1": "The budget is 2 engineers."}. The memory probe plants its facts this way.'
+        ),
     )
     reply_notes: dict[str, str] | None = field(
         default=None,
-        metadata=_d("Instructions added to every agent's task in a round (or turn), by its number, seen only by "
-                    "that round's calls: {\"2\": \"Quote the SLA you assume.\"}. `debate probe --plant replies` uses it."),
+        metadata=_d(
+            "Instructions added to every agent's task in a round (or turn), by its number, seen only by "
+            'that round\'s calls: {"2": "Quote the SLA you assume."}. `debate probe --plant replies` uses it.'
+        ),
     )
     stop_rule: str = field(
-        default="", metadata=_d("When the debate stops before its last round: fixed (never), convergence (once "
-                                "every agent holds the same position, or the judge finds another round would change "
-                                "nothing) or quality (once the judge scores the best proposal at the config's "
-                                "threshold, else 8, on the 1-10 rubric). Empty: the config's terminationCondition.")
+        default="",
+        metadata=_d(
+            "When the debate stops before its last round: fixed (never), convergence (once "
+            "every agent holds the same position, or the judge finds another round would change "
+            "nothing) or quality (once the judge scores the best proposal at the config's "
+            "threshold, else 8, on the 1-10 rubric). Empty: the config's terminationCondition."
+        ),
     )
     synthesis_method: str = field(
-        default="", metadata=_d("How the outcome is settled: judge (synthesizes the debate), voting (the agents' "
-                                "final positions vote) or merge (the judge merges the final refinements only). "
-                                "Empty: the config's synthesisMethod, else judge.")
+        default="",
+        metadata=_d(
+            "How the outcome is settled: judge (synthesizes the debate), voting (the agents' "
+            "final positions vote) or merge (the judge merges the final refinements only). "
+            "Empty: the config's synthesisMethod, else judge."
+        ),
     )
     max_cost: Annotated[float | None, Field(ge=1e-9, le=10**9)] = field(
-        default=None, metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices).")
+        default=None,
+        metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices)."),
     )
 
 
@@ -111,21 +149,35 @@ class Context:
 class RoundtableContext(Context):
     """Settings for one roundtable: a turn-taking debate of up to 10,000 turns in a bounded view."""
 
-    turns: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(default=None, metadata=_d("Most turns (1 to 10,000). Empty: 100."))
+    turns: Annotated[int | None, Field(ge=1, le=MAX_ROUNDS)] = field(
+        default=None, metadata=_d("Most turns (1 to 10,000). Empty: 100.")
+    )
     order: str = field(
-        default="", metadata=_d("Who speaks next: round-robin (default) or moderator (the judge picks, says why, "
-                                "and may declare convergence).")
+        default="",
+        metadata=_d(
+            "Who speaks next: round-robin (default) or moderator (the judge picks, says why, "
+            "and may declare convergence)."
+        ),
     )
     summary_every: Annotated[int | None, Field(ge=2, le=MAX_ROUNDS)] = field(
-        default=None, metadata=_d("Fold the oldest turns into the shared rolling summary every N turns (default 50).")
+        default=None,
+        metadata=_d(
+            "Fold the oldest turns into the shared rolling summary every N turns (default 50)."
+        ),
     )
-    view_system: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048)."))
-    view_summary: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of the view for the rolling summary (1024)."))
-    view_recent: Annotated[int | None, Field(ge=64, le=10**6)] = field(default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120)."))
+    view_system: Annotated[int | None, Field(ge=64, le=10**6)] = field(
+        default=None, metadata=_d("Tokens of a speaker's view for topic and role (2048).")
+    )
+    view_summary: Annotated[int | None, Field(ge=64, le=10**6)] = field(
+        default=None, metadata=_d("Tokens of the view for the rolling summary (1024).")
+    )
+    view_recent: Annotated[int | None, Field(ge=64, le=10**6)] = field(
+        default=None, metadata=_d("Tokens of the view for recent turns, verbatim (5120).")
+    )
 
 
 def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
-    """The run's settings: those passed with the input (they survive a stop before setup), else the runtime's.
+    """Return the run's settings: those passed with the input (they survive a stop before setup), else the runtime's.
 
     An unknown key is an error naming the nearest valid one: ``round: 1`` must not run a 3-round debate.
     """
@@ -133,7 +185,11 @@ def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
         given = runtime  # a server run may hand over the plain dict
     if given:
         fields = {k: v for k, v in given.items() if k != "protocol"}
-        kind = RoundtableContext if given.get("protocol") == "roundtable" or "turns" in fields else Context
+        kind = (
+            RoundtableContext
+            if given.get("protocol") == "roundtable" or "turns" in fields
+            else Context
+        )
         known = set(kind.__dataclass_fields__)
         unknown = sorted(set(fields) - known)
         if unknown:
@@ -143,32 +199,43 @@ def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
 
 
 def _unknown(key: str, known: set[str], kind: type[Context]) -> str:
-    """The message for a context key no setting has, with the nearest one when there is one."""
+    """Return the message for a context key no setting has, with the nearest one when there is one."""
     from difflib import get_close_matches
 
     near = get_close_matches(key, sorted(known), n=1)
-    hint = f"; did you mean {near[0]!r}?" if near else f"; the settings are: {', '.join(sorted(known))}"
+    hint = (
+        f"; did you mean {near[0]!r}?"
+        if near
+        else f"; the settings are: {', '.join(sorted(known))}"
+    )
     where = "the roundtable's" if kind is RoundtableContext else "the debate's"
     return f"context.{key[:80]}: unknown key, not one of {where} settings{hint}"
 
 
 def context_dict(context: Context) -> dict[str, Any]:
-    """A context as the plain dict an input carries (``context_of`` reads it back)."""
+    """Return a context as the plain dict an input carries (``context_of`` reads it back)."""
     from dataclasses import asdict
 
     protocol = "roundtable" if isinstance(context, RoundtableContext) else "phases"
-    return {**{k: v for k, v in asdict(context).items() if v not in (None, "")}, "protocol": protocol}
+    return {
+        **{k: v for k, v in asdict(context).items() if v not in (None, "")},
+        "protocol": protocol,
+    }
 
 
 def context_fields_of(protocol: str | None) -> set[str]:
-    """The settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
+    """Return the settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
     import dataclasses
 
-    return {f.name for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)}
+    return {
+        f.name
+        for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)
+    }
 
 
 def context_for(protocol: str, fields: dict[str, Any]) -> Any:
-    """A job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
+    """Return a job's settings as the protocol's context (a roundtable's fields are dropped for a phase debate)."""
     known = context_fields_of(protocol)
-    return (RoundtableContext if protocol == "roundtable" else Context)(**{k: v for k, v in fields.items()
-                                                                           if k in known})
+    return (RoundtableContext if protocol == "roundtable" else Context)(
+        **{k: v for k, v in fields.items() if k in known}
+    )

@@ -129,16 +129,23 @@ class DebateFile(_Strict):
 
 
 def _where(loc: tuple[Any, ...]) -> str:
-    """A field's path, keys that are not plain names quoted (and cut) so a message stays one readable line."""
+    """Return a field's path, keys that are not plain names quoted (and cut) so a message stays one readable line."""
     out = ""
     for part in loc:
-        out += (f"[{part}]" if isinstance(part, int) else f"[{quoted(str(part))}]" if not _plain(part)
-                else f".{part}" if out else str(part))
+        out += (
+            f"[{part}]"
+            if isinstance(part, int)
+            else f"[{quoted(str(part))}]"
+            if not _plain(part)
+            else f".{part}"
+            if out
+            else str(part)
+        )
     return out
 
 
 def _plain(key: Any) -> bool:
-    """A key a path may show as it is: a short identifier."""
+    """Return a key a path may show as it is: a short identifier."""
     return str(key).isidentifier() and len(str(key)) <= 40
 
 
@@ -149,9 +156,14 @@ def _valid_keys(model: type[BaseModel]) -> list[str]:
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
     if loc[0] == "prices" and len(loc) == 3:  # prices.<model spec>.<key>: the spec is no field name
         return PriceEntry
-    models: dict[str, type[BaseModel]] = {"agents": AgentEntry, "judge": AgentEntry, "evaluators": AgentEntry,
-                                          "debate": DebateSection, "terminationCondition": Termination,
-                                          "budget": SpendSection}
+    models: dict[str, type[BaseModel]] = {
+        "agents": AgentEntry,
+        "judge": AgentEntry,
+        "evaluators": AgentEntry,
+        "debate": DebateSection,
+        "terminationCondition": Termination,
+        "budget": SpendSection,
+    }
     return models.get(next((p for p in reversed(loc[:-1]) if isinstance(p, str)), ""), DebateFile)
 
 
@@ -176,7 +188,9 @@ def _read(p: Path) -> dict[str, Any]:
     try:
         raw = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ConfigError([f"config file {p}: cannot read it ({exc.strerror or exc}); check the path"]) from None
+        raise ConfigError(
+            [f"config file {p}: cannot read it ({exc.strerror or exc}); check the path"]
+        ) from None
     except UnicodeDecodeError:
         raise ConfigError([f"config file {p}: not UTF-8 text; save it as UTF-8 JSON"]) from None
     try:
@@ -184,11 +198,19 @@ def _read(p: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         at = f"line {exc.lineno}, column {exc.colno}"
         raise ConfigError([f"config file {p}: invalid JSON at {at}: {exc.msg}"]) from None
-    except RecursionError:  # about 1,000 levels: below that, every value is quoted by `quoted`, depth-limited
-        raise ConfigError([f"config file {p}: nested too deep for the JSON parser (about 1,000 levels); the schema "
-                           "needs 5 at most (agents[0].summarization.threshold): remove the extra brackets"]) from None
+    except (
+        RecursionError
+    ):  # about 1,000 levels: below that, every value is quoted by `quoted`, depth-limited
+        raise ConfigError(
+            [
+                f"config file {p}: nested too deep for the JSON parser (about 1,000 levels); the schema "
+                "needs 5 at most (agents[0].summarization.threshold): remove the extra brackets"
+            ]
+        ) from None
     if not isinstance(data, dict):
-        raise ConfigError([f"config file {p}: the top level must be an object with agents, judge and debate"])
+        raise ConfigError(
+            [f"config file {p}: the top level must be an object with agents, judge and debate"]
+        )
     return data
 
 
@@ -197,7 +219,9 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
     try:
         where = Path(path).expanduser()
     except RuntimeError:
-        raise ConfigError([f"config file {path}: cannot expand the ~ in it; give a full path"]) from None
+        raise ConfigError(
+            [f"config file {path}: cannot expand the ~ in it; give a full path"]
+        ) from None
     data = _read(where)
     problems: list[str] = []
     parsed: DebateFile | None = None
@@ -207,10 +231,16 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
         problems += [_explain(e) for e in exc.errors()]  # type: ignore[arg-type]
     problems += _roster_problems(data)
     summary = data["debate"].get("summarization") if isinstance(data.get("debate"), dict) else None
-    problems += _summary_problems("debate.summarization", summary) if isinstance(summary, dict) else []
+    problems += (
+        _summary_problems("debate.summarization", summary) if isinstance(summary, dict) else []
+    )
     if parsed is not None:
-        entries = [(f"agents[{i}]", a) for i, a in enumerate(parsed.agents)] + [("judge", parsed.judge)]
-        problems += [p for where, entry in entries if entry is not None for p in _check_entry(where, entry)]
+        entries = [(f"agents[{i}]", a) for i, a in enumerate(parsed.agents)] + [
+            ("judge", parsed.judge)
+        ]
+        problems += [
+            p for where, entry in entries if entry is not None for p in _check_entry(where, entry)
+        ]
     if problems or parsed is None:
         raise ConfigError(problems)
     return parsed
@@ -221,55 +251,89 @@ def _roster_problems(data: dict[str, Any]) -> list[str]:
     agents: list[Any] = data["agents"] if isinstance(data.get("agents"), list) else []
     roles, problems, seen = role_names(), [], set()
     for i, agent in enumerate(a for a in agents if isinstance(a, dict)):
-        role = agent.get("role", "generalist")  # a wrong type is reported by the schema; never str() it: it may nest
+        role = agent.get(
+            "role", "generalist"
+        )  # a wrong type is reported by the schema; never str() it: it may nest
         if isinstance(role, str) and role not in (*roles, HUMAN_ROLE):
-            problems.append(f"agents[{i}].role: {quoted(role)} is not a role; use one of {', '.join(roles)}, "
-                            f"or {HUMAN_ROLE} for a person's seat")
+            problems.append(
+                f"agents[{i}].role: {quoted(role)} is not a role; use one of {', '.join(roles)}, "
+                f"or {HUMAN_ROLE} for a person's seat"
+            )
         if role == HUMAN_ROLE:
             problems += _human_problems(f"agents[{i}]", agent)
         if not isinstance(ident := agent.get("id") or role, str):
             continue
         if ident in RESERVED_IDS:
-            problems.append(f"agents[{i}].id: {quoted(ident)} is reserved; give the agent another id")
+            problems.append(
+                f"agents[{i}].id: {quoted(ident)} is reserved; give the agent another id"
+            )
         if ident in seen:
-            problems.append(f"agents[{i}].id: {quoted(ident)} is used twice; give each agent a unique id")
+            problems.append(
+                f"agents[{i}].id: {quoted(ident)} is used twice; give each agent a unique id"
+            )
         seen.add(ident)
-    if "agents" in data and agents == []:  # an empty list is a decision to make, not a reason to guess
-        problems.append('agents: the list is empty; list at least one agent, or leave "agents" out to debate '
-                        "with the default ones (architect, performance, security)")
+    if (
+        "agents" in data and agents == []
+    ):  # an empty list is a decision to make, not a reason to guess
+        problems.append(
+            'agents: the list is empty; list at least one agent, or leave "agents" out to debate '
+            "with the default ones (architect, performance, security)"
+        )
     if agents and not any(isinstance(a, dict) and a.get("enabled", True) for a in agents):
         problems.append('agents: no agent is enabled; set "enabled": true on at least one')
     judge = data.get("judge")
     if isinstance(judge, dict) and "role" in judge and judge["role"] not in (*roles, "judge"):
-        problems.append(f"judge.role: {quoted(judge['role'])} is not a role; use one of {', '.join(roles)} "
-                        "(the judge synthesizes from that outlook), or leave it out")
+        problems.append(
+            f"judge.role: {quoted(judge['role'])} is not a role; use one of {', '.join(roles)} "
+            "(the judge synthesizes from that outlook), or leave it out"
+        )
     return problems
 
 
-HUMAN_REFUSED = ("model", "provider", "fallback_models", "temperature", "summarization", "summary_prompt_path",
-                 "clarification_prompt_path")
+HUMAN_REFUSED = (
+    "model",
+    "provider",
+    "fallback_models",
+    "temperature",
+    "summarization",
+    "summary_prompt_path",
+    "clarification_prompt_path",
+)
 """A person's seat has no model: these keys would be accepted and ignored, so they are refused."""
 
 
 def _human_problems(where: str, agent: dict[str, Any]) -> list[str]:
-    """A human seat takes an id, a name, a system prompt and a budget (what its view holds), nothing a model needs."""
-    given = [key for name in HUMAN_REFUSED for key in {name, AgentEntry.model_fields[name].alias or name}
-             if key in agent]
-    return [f"{where}.{key}: a human seat has no model, so {key} means nothing there; remove it (keep id, name, "
-            "systemPromptPath, contextWindow and maxOutputTokens, which size the view the person is shown)"
-            for key in sorted(given)]
+    """Return a human seat takes an id, a name, a system prompt and a budget (what its view holds), nothing a model needs."""
+    given = [
+        key
+        for name in HUMAN_REFUSED
+        for key in {name, AgentEntry.model_fields[name].alias or name}
+        if key in agent
+    ]
+    return [
+        f"{where}.{key}: a human seat has no model, so {key} means nothing there; remove it (keep id, name, "
+        "systemPromptPath, contextWindow and maxOutputTokens, which size the view the person is shown)"
+        for key in sorted(given)
+    ]
 
 
 def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:
     valid = _valid_keys(SummarizationSettings) + list(SummarizationSettings.model_fields)
-    problems = [unknown_key(where, k, _valid_keys(SummarizationSettings)) for k in values if k not in valid]
+    problems = [
+        unknown_key(where, k, _valid_keys(SummarizationSettings)) for k in values if k not in valid
+    ]
     try:
-        SummarizationSettings.model_validate({k: v for k, v in values.items() if k in valid}, strict=True)
+        SummarizationSettings.model_validate(
+            {k: v for k, v in values.items() if k in valid}, strict=True
+        )
     except ValidationError as exc:
         for e in exc.errors():
             field = f"{where}.{_where(e['loc'])}".rstrip(".")
-            problems.append(not_a_number(field, e.get("input"), whole=e["type"].startswith("int"))
-                            if e["type"] in NOT_A_NUMBER else f"{field}: {e['msg']}")
+            problems.append(
+                not_a_number(field, e.get("input"), whole=e["type"].startswith("int"))
+                if e["type"] in NOT_A_NUMBER
+                else f"{field}: {e['msg']}"
+            )
     return problems
 
 
@@ -282,7 +346,9 @@ def _readable(path: str) -> bool:
 
 def _check_entry(where: str, entry: AgentEntry) -> list[str]:
     problems = []
-    for spec in filter(None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]):
+    for spec in filter(
+        None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]
+    ):
         try:
             parse_spec(spec)
         except ModelConfigError as exc:
@@ -290,8 +356,12 @@ def _check_entry(where: str, entry: AgentEntry) -> list[str]:
     for name in ("system_prompt_path", "summary_prompt_path"):
         value = getattr(entry, name)
         if value and not _readable(value):
-            log.warning("%s.%s: cannot read %s; the built-in prompt will be used", where,
-                        AgentEntry.model_fields[name].alias, value)
+            log.warning(
+                "%s.%s: cannot read %s; the built-in prompt will be used",
+                where,
+                AgentEntry.model_fields[name].alias,
+                value,
+            )
     if entry.summarization:
         problems += _summary_problems(f"{where}.summarization", entry.summarization)
     return problems

@@ -23,20 +23,28 @@ def quoted(value: Any) -> str:
 
 
 def unknown_key(where: str, key: str, valid: list[str]) -> str:
-    """The message for a key that is not in the schema, with the nearest valid one."""
+    """Return the message for a key that is not in the schema, with the nearest valid one."""
     near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     hint = f"did you mean {near[0]!r}?" if near else f"valid keys: {', '.join(sorted(valid))}"
     return f"{where}: unknown key {quoted(key)}; {hint}"
 
 
-NOT_A_NUMBER = ("int_type", "float_type", "int_parsing", "float_parsing", "int_from_float")  # pydantic's
+NOT_A_NUMBER = (
+    "int_type",
+    "float_type",
+    "int_parsing",
+    "float_parsing",
+    "int_from_float",
+)  # pydantic's
 
 
 def not_a_number(field: str, value: Any, whole: bool) -> str:
-    """The message for a value where a number belongs: ``true`` and ``"3"`` are not numbers."""
+    """Return the message for a value where a number belongs: ``true`` and ``"3"`` are not numbers."""
     kind = "whole number" if whole else "number"
     how = "without quotes" if isinstance(value, str) else "as digits"
-    return f"{field}: {quoted(value)} is not a {kind}; write one {how}, e.g. {'3' if whole else '0.5'}"
+    return (
+        f"{field}: {quoted(value)} is not a {kind}; write one {how}, e.g. {'3' if whole else '0.5'}"
+    )
 
 
 class _OneLine(logging.Filter):
@@ -44,12 +52,16 @@ class _OneLine(logging.Filter):
     logs a failed run twice with its traceback, and a ConfigError's message (the client's too) names every problem."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        event = record.msg if isinstance(record.msg, dict) else {}  # structlog hands over its event dict
+        event = (
+            record.msg if isinstance(record.msg, dict) else {}
+        )  # structlog hands over its event dict
         if "ConfigError" not in str(event.get("event", "")):
             return True
         event.pop("exception", None)
         event["event"] = "; ".join(str(event["event"]).splitlines())
-        return not str(event["event"]).startswith("Run encountered an error")  # "Background run failed" follows
+        return not str(event["event"]).startswith(
+            "Run encountered an error"
+        )  # "Background run failed" follows
 
 
 logging.getLogger("langgraph_api.worker").addFilter(_OneLine())

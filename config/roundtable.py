@@ -13,7 +13,7 @@ ORDERS = ("round-robin", "moderator")
 
 
 def roundtable_params(context: RoundtableContext) -> ProtocolParams:
-    """The protocol parameters of a roundtable context (raises ValueError naming a bad order)."""
+    """Return the protocol parameters of a roundtable context (raises ValueError naming a bad order)."""
     from debate_engine.config.file import ConfigError
 
     order = context.order or "round-robin"
@@ -34,6 +34,6 @@ def roundtable_params(context: RoundtableContext) -> ProtocolParams:
 
 
 def with_view(profile: AgentProfile, view: dict[str, int]) -> AgentProfile:
-    """A speaker's profile with the roundtable's view: its split, within the model's own window."""
+    """Return a speaker's profile with the roundtable's view: its split, within the model's own window."""
     window = min(profile["context_window"], sum(view.values()) + profile["max_output_tokens"])
     return AgentProfile(**{**profile, "context_window": window, "view_split": dict(view)})  # type: ignore[typeddict-item]

@@ -55,7 +55,7 @@ def is_human(profile: AgentProfile) -> bool:
 
 
 def human_id(name: str) -> str:
-    """The seat id of the person called ``name`` (kept as it is when it already carries the prefix)."""
+    """Return the seat id of the person called ``name`` (kept as it is when it already carries the prefix)."""
     return name if name.startswith(HUMAN_PREFIX) else f"{HUMAN_PREFIX}{name}"
 
 

@@ -40,7 +40,7 @@ class DebateError(Exception):
         return self.exit_code
 
     def message(self) -> str:
-        """The message for the user, its lead first."""
+        """Return the message for the user, its lead first."""
         return f"{self.lead}{self}"
 
     def lines(self) -> list[str]:

@@ -14,7 +14,16 @@ from langgraph.graph.state import CompiledStateGraph
 
 from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.graph.state import ConversationState, InputState, OutputState
-from debate_engine.nodes import assess, clarify, critique, propose, refine, setup, summarize_node, synthesize
+from debate_engine.nodes import (
+    assess,
+    clarify,
+    critique,
+    propose,
+    refine,
+    setup,
+    summarize_node,
+    synthesize,
+)
 from debate_engine.nodes.routes import after_refine, after_setup, after_summarize, route
 
 RECURSION_LIMIT = 100_000
@@ -25,7 +34,12 @@ SYNC_THREADS = 64
 
 def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputState]:
     """Wire the debate's nodes and edges (uncompiled)."""
-    builder = StateGraph(ConversationState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder = StateGraph(
+        ConversationState,
+        context_schema=Context,
+        input_schema=InputState,
+        output_schema=OutputState,
+    )
     builder.add_node("setup", setup)
     builder.add_node("clarify", clarify, input_schema=ConversationState)
     builder.add_node("summarize", summarize_node, input_schema=ConversationState)
@@ -39,12 +53,21 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     builder.add_edge(START, "setup")
     builder.add_conditional_edges("setup", after_setup, ["clarify", "summarize", "propose"])
     builder.add_conditional_edges("clarify", route, ["summarize", "propose", "synthesize"])
-    builder.add_conditional_edges("summarize", after_summarize, ["propose", "critique", "refine", "synthesize"])
-    builder.add_conditional_edges("propose", route, ["summarize", "critique", "refine", "synthesize"])
+    builder.add_conditional_edges(
+        "summarize", after_summarize, ["propose", "critique", "refine", "synthesize"]
+    )
+    builder.add_conditional_edges(
+        "propose", route, ["summarize", "critique", "refine", "synthesize"]
+    )
     builder.add_conditional_edges("critique", route, ["summarize", "refine", "synthesize"])
-    builder.add_conditional_edges("refine", after_refine, ["assess", "summarize", "propose", "critique", "refine",
-                                                           "synthesize"])
-    builder.add_conditional_edges("assess", route, ["summarize", "propose", "critique", "refine", "synthesize"])
+    builder.add_conditional_edges(
+        "refine",
+        after_refine,
+        ["assess", "summarize", "propose", "critique", "refine", "synthesize"],
+    )
+    builder.add_conditional_edges(
+        "assess", route, ["summarize", "propose", "critique", "refine", "synthesize"]
+    )
     builder.add_edge("synthesize", END)
     return builder
 
@@ -62,14 +85,18 @@ class DebateGraph(CompiledStateGraph[ConversationState, Context, InputState, Out
 
     def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002 - LangGraph's name
         kwargs = self._checked(kwargs)
-        return super().stream(mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs)
+        return super().stream(
+            mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs
+        )
 
     def astream(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002 - LangGraph's name
         kwargs = self._checked(kwargs)
-        return super().astream(mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs)
+        return super().astream(
+            mark_input(input, kwargs.get("context"), self.protocol), config, **kwargs
+        )
 
     def _checked(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """A context given as a dict (the SDK, the server), checked key by key: an unknown key is named."""
+        """Return a context given as a dict (the SDK, the server), checked key by key: an unknown key is named."""
         given = kwargs.get("context")
         if isinstance(given, dict):
             marked = {**given, "protocol": self.protocol} if given else {}
@@ -78,14 +105,18 @@ class DebateGraph(CompiledStateGraph[ConversationState, Context, InputState, Out
 
 
 def mark_input(given: Any, context: Any, protocol: str) -> Any:
-    """A new debate's input with its settings (the caller's, else the run's context) and its protocol."""
+    """Return a new debate's input with its settings (the caller's, else the run's context) and its protocol."""
     if not isinstance(given, dict) or "problem" not in given:
         return given  # a resume (None) or an answer (Command): the thread already holds its input
     settings = given.get("context")
     if settings is None and isinstance(context, Context):
         settings = context_dict(context)
     elif settings is None:  # a server run hands over the plain dict
-        settings = {k: v for k, v in (context if isinstance(context, dict) else {}).items() if v not in (None, "")}
+        settings = {
+            k: v
+            for k, v in (context if isinstance(context, dict) else {}).items()
+            if v not in (None, "")
+        }
     return {**given, "context": {**settings, "protocol": protocol}}
 
 
@@ -98,8 +129,12 @@ def compile_debate(checkpointer: Any = None, store: Any = None, **kwargs: Any) -
 
 
 def compile_graph(
-    builder: StateGraph[Any, Any, Any, Any], name: str, checkpointer: Any, store: Any,
-    kind: type[DebateGraph] = DebateGraph, **kwargs: Any,
+    builder: StateGraph[Any, Any, Any, Any],
+    name: str,
+    checkpointer: Any,
+    store: Any,
+    kind: type[DebateGraph] = DebateGraph,
+    **kwargs: Any,
 ) -> Any:
     """Compile either protocol's graph the same way: an in-memory saver unless told otherwise, our limits."""
     if checkpointer is None:

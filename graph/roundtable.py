@@ -26,7 +26,10 @@ from debate_engine.nodes.routes import after_summarize, route
 def build_roundtable() -> StateGraph[ConversationState, RoundtableContext, InputState, OutputState]:
     """Wire the roundtable's nodes and edges (uncompiled)."""
     builder = StateGraph(
-        ConversationState, context_schema=RoundtableContext, input_schema=InputState, output_schema=OutputState
+        ConversationState,
+        context_schema=RoundtableContext,
+        input_schema=InputState,
+        output_schema=OutputState,
     )
     builder.add_node("setup", setup)
     builder.add_node("summarize", summarize_node, input_schema=ConversationState)
@@ -37,7 +40,9 @@ def build_roundtable() -> StateGraph[ConversationState, RoundtableContext, Input
     builder.add_edge(START, "setup")
     builder.add_conditional_edges("setup", route, ["summarize", "moderate", "turn"])
     builder.add_conditional_edges("summarize", after_summarize, ["moderate", "turn", "synthesize"])
-    builder.add_conditional_edges("moderate", route, ["summarize", "turn", "synthesize"])  # the judge on convergence
+    builder.add_conditional_edges(
+        "moderate", route, ["summarize", "turn", "synthesize"]
+    )  # the judge on convergence
     builder.add_conditional_edges("turn", route, ["summarize", "moderate", "turn", "synthesize"])
     builder.add_edge("synthesize", END)
     return builder
@@ -56,7 +61,9 @@ def compile_roundtable(
 
     ``checkpointer=False`` compiles without one, as ``langgraph dev`` needs.
     """
-    return compile_graph(build_roundtable(), "roundtable", checkpointer, store, kind=RoundtableGraph, **kwargs)
+    return compile_graph(
+        build_roundtable(), "roundtable", checkpointer, store, kind=RoundtableGraph, **kwargs
+    )
 
 
 graph = compile_roundtable(checkpointer=False)

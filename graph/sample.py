@@ -49,21 +49,29 @@ def draw(state: SampleState, runtime: Runtime[Any]) -> dict[str, Any]:
         raise ValueError(f"samples: {k} is out of range; draw 1 to {MAX_SAMPLES} answers")
     update = setup(state, runtime)  # type: ignore[arg-type]
     first = update["settings"]["agents"][0]
-    voters = [first] if k == 1 else [{**first, "id": f"{first['id']}-{i}", "name": f"{first['name']} {i}"}
-                                     for i in range(1, k + 1)]
+    voters = (
+        [first]
+        if k == 1
+        else [
+            {**first, "id": f"{first['id']}-{i}", "name": f"{first['name']} {i}"}
+            for i in range(1, k + 1)
+        ]
+    )
     update["settings"] = {**update["settings"], "agents": voters, "rounds": 1, "protocol": "sample"}
     update["status"] = {**update["status"], "rounds": 1}
     return update
 
 
 def counted(state: ConversationState) -> Literal["tally", "__end__"]:
-    """The vote, unless the spend cap stopped the answers: then the run ends unfinished, to start again later."""
+    """Return the vote, unless the spend cap stopped the answers: then the run ends unfinished, to start again later."""
     return "__end__" if state.get("stopped") else "tally"
 
 
 def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]:
     """Wire the sample's nodes (uncompiled)."""
-    builder = StateGraph(SampleState, context_schema=Context, input_schema=SampleInput, output_schema=OutputState)
+    builder = StateGraph(
+        SampleState, context_schema=Context, input_schema=SampleInput, output_schema=OutputState
+    )
     builder.add_node("setup", draw)
     builder.add_node("propose", propose, input_schema=ConversationState)
     builder.add_node("tally", tally_votes, input_schema=ConversationState)
@@ -76,8 +84,14 @@ def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]
 
 def compile_sample(checkpointer: Any = None, store: Any = None, **kwargs: Any) -> DebateGraph:
     """Compile the sample protocol like the debate: in-memory saver by default, ``False`` for none."""
-    return compile_graph(build_sample(), "sample", checkpointer, store, SampleGraph,  # type: ignore[no-any-return]
-                         **kwargs)
+    return compile_graph(
+        build_sample(),
+        "sample",
+        checkpointer,
+        store,
+        SampleGraph,  # type: ignore[no-any-return]
+        **kwargs,
+    )
 
 
 graph = compile_sample(checkpointer=False)

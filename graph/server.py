@@ -24,18 +24,20 @@ if TYPE_CHECKING:
 def _check(runtime: Any, protocol: str) -> None:
     given = getattr(runtime, "context", None)
     if isinstance(given, dict) and given:
-        context_of({**given, "protocol": protocol}, None)  # raises ConfigError naming an unknown key
+        context_of(
+            {**given, "protocol": protocol}, None
+        )  # raises ConfigError naming an unknown key
     elif given is not None and not isinstance(given, Context | RoundtableContext | dict):
         raise TypeError(f"context must be an object of settings, not {type(given).__name__}")
 
 
 def debate(runtime: ServerRuntime) -> DebateGraph:
-    """The phase debate, for a run whose context names only its settings."""
+    """Return the phase debate, for a run whose context names only its settings."""
     _check(runtime, "phases")
     return debate_graph
 
 
 def roundtable(runtime: ServerRuntime) -> RoundtableGraph:
-    """The roundtable, for a run whose context names only its settings."""
+    """Return the roundtable, for a run whose context names only its settings."""
     _check(runtime, "roundtable")
     return roundtable_graph  # type: ignore[no-any-return]

@@ -23,7 +23,16 @@ SNAPSHOT_EVERY = 1_000_000
 they are left to LangGraph's own bound (one per 5,000 steps) to cap replay."""
 
 Phase = Literal[
-    "setup", "clarify", "summarize", "propose", "critique", "refine", "turn", "moderate", "synthesize", "done"
+    "setup",
+    "clarify",
+    "summarize",
+    "propose",
+    "critique",
+    "refine",
+    "turn",
+    "moderate",
+    "synthesize",
+    "done",
 ]
 
 
@@ -56,14 +65,21 @@ def merge_registry(
             table = out.setdefault(name, {})
             for key, entry in items.items():
                 old = table.get(key)
-                table[key] = entry if old is None else FacetEntry(
-                    text=entry["text"], first_seen=min(old["first_seen"], entry["first_seen"]),
-                    last_seen=max(old["last_seen"], entry["last_seen"]), count=old["count"] + entry["count"])
+                table[key] = (
+                    entry
+                    if old is None
+                    else FacetEntry(
+                        text=entry["text"],
+                        first_seen=min(old["first_seen"], entry["first_seen"]),
+                        last_seen=max(old["last_seen"], entry["last_seen"]),
+                        count=old["count"] + entry["count"],
+                    )
+                )
     return out
 
 
 def keep_last(current: Any, writes: Sequence[Any]) -> Any:
-    """The newest write wins: for values set once per debate, stored once."""
+    """Return the newest write wins: for values set once per debate, stored once."""
     return writes[-1] if writes else current
 
 
@@ -168,13 +184,19 @@ class ConversationState(TypedDict):
 
     problem: Annotated[str, DeltaChannel(keep_last, str, snapshot_frequency=SNAPSHOT_EVERY)]
     """The problem under debate."""
-    context: Annotated[dict[str, Any], DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
+    context: Annotated[
+        dict[str, Any], DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
     """The settings a caller passed with the input (see ``InputState``); setup resolves them."""
-    settings: Annotated[RunSettings, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)]
+    settings: Annotated[
+        RunSettings, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
     """The run's resolved settings, fixed at setup."""
     transcript: Annotated[list[Turn], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
     """Tier 1: every contribution, append-only, never trimmed; ``transcript[n]["seq"] == n``."""
-    summary_log: Annotated[list[SummaryRecord], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
+    summary_log: Annotated[
+        list[SummaryRecord], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
     """Tier 2: every summary and failed attempt, in order, the judge's included."""
     round: int
     """The current round (0 before the first)."""
@@ -194,7 +216,9 @@ class ConversationState(TypedDict):
     """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
     stop_reason: NotRequired[dict[str, Any] | None]
     """Why and when the debate stopped early: ``{"round", "reason"}`` (convergence, budget, time)."""
-    assessments: Annotated[list[dict[str, Any]], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
+    assessments: Annotated[
+        list[dict[str, Any]], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)
+    ]
     """The judge's check after each round under a ``convergence`` or ``quality`` stop rule: ``{"round", "rule",
     "model", "reason", "stop"}`` with ``converged``, or ``best``, ``score`` and ``threshold``."""
     round_clock: dict[str, Any] | None
@@ -206,8 +230,10 @@ class ConversationState(TypedDict):
     """Roundtable: who speaks next (chosen by the order or the moderator)."""
     moderation: Moderation | None
     """Roundtable: the moderator's latest choice and why."""
-    facets: Annotated[dict[str, dict[str, FacetEntry]], DeltaChannel(merge_registry, dict,
-                                                                         snapshot_frequency=SNAPSHOT_EVERY)]
+    facets: Annotated[
+        dict[str, dict[str, FacetEntry]],
+        DeltaChannel(merge_registry, dict, snapshot_frequency=SNAPSHOT_EVERY),
+    ]
     """Every facet any summary recorded, by facet name and item: never dropped, whatever later summaries keep."""
     forked_from: NotRequired[ForkOrigin | None]
     """Set on a fork (``debate fork``, or any copy of a past checkpoint made so): where its history came from.

@@ -66,7 +66,9 @@ class Budget:
         return self.summary + self.recent
 
 
-def make_budget(context_window: int, max_output_tokens: int, split: BudgetSplit = BudgetSplit()) -> Budget:
+def make_budget(
+    context_window: int, max_output_tokens: int, split: BudgetSplit = BudgetSplit()
+) -> Budget:
     """Scale the split to a model's window, keeping ``max_output_tokens`` free."""
     total = context_window - max_output_tokens
     if total < MIN_TOTAL:
@@ -102,7 +104,7 @@ Render = Callable[[Turn], str]
 
 
 def heading(turn: Turn) -> str:
-    """The line that introduces a turn in a prompt."""
+    """Return the line that introduces a turn in a prompt."""
     kind = turn["kind"]
     if kind == "critique":
         return f"### Critique by {turn['speaker']} of {turn['target']} (round {turn['round']})"
@@ -125,7 +127,7 @@ SHORTENED_NOTE = "(Summary shortened to fit this prompt: identifiers first, the 
 
 
 def summary_text(summary: SummaryRecord, limit_tokens: int) -> tuple[str, bool]:
-    """The summary as shown within ``limit_tokens``: whole when it fits, else identifiers first and saying so."""
+    """Return the summary as shown within ``limit_tokens``: whole when it fits, else identifiers first and saying so."""
     text = summary["text"]
     if count_tokens(text) <= limit_tokens:
         return text, False
@@ -178,7 +180,9 @@ def _fixed_parts(req: ViewRequest) -> _Fixed:
     if count_tokens(system) > budget.system // 2:
         system, shortened = truncate_to_tokens(system, budget.system // 2), True
     problem, task = req.problem, req.task
-    frame_limit = max(budget.system - count_tokens(system), budget.system // 4)  # the problem and the task share it
+    frame_limit = max(
+        budget.system - count_tokens(system), budget.system // 4
+    )  # the problem and the task share it
     header = count_tokens(f"{PROBLEM_HEADER}\n\n\n") if problem else 0
     if problem and header + count_tokens(problem) + count_tokens(task) > frame_limit:
         room = max(frame_limit - count_tokens(task), frame_limit // 2) - header
@@ -192,7 +196,9 @@ def _fixed_parts(req: ViewRequest) -> _Fixed:
         slot = budget.summary if req.summary_tokens is None else req.summary_tokens
         text, cut = summary_text(req.summary, slot)
         summary_block, shortened = f"{SUMMARY_HEADER}\n{text}", shortened or cut
-    return _Fixed(system, f"{PROBLEM_HEADER}\n{problem}" if problem else "", task, summary_block, shortened)
+    return _Fixed(
+        system, f"{PROBLEM_HEADER}\n{problem}" if problem else "", task, summary_block, shortened
+    )
 
 
 @dataclass
@@ -215,7 +221,10 @@ def _walk(req: ViewRequest, render: Render, room: int) -> _Shown:
             if shown.blocks or room < 48:
                 shown.complete = turn["seq"] < req.since
                 break
-            block, shown.shortened = truncate_to_tokens(block, room - 2), True  # one huge turn: its head and tail
+            block, shown.shortened = (
+                truncate_to_tokens(block, room - 2),
+                True,
+            )  # one huge turn: its head and tail
             cost = count_tokens(block) + 2
         shown.turns.append(turn)
         shown.blocks.append(block)
@@ -228,23 +237,34 @@ def build_view(req: ViewRequest, render: Render = render_turn) -> View:
     fixed = _fixed_parts(req)
     pinned_header = PINNED_HEADER if req.pinned else ""
     room = req.budget.total - count_messages(
-        fixed.system, _join(fixed.problem, pinned_header, fixed.summary, HISTORY_HEADER, fixed.task))
+        fixed.system, _join(fixed.problem, pinned_header, fixed.summary, HISTORY_HEADER, fixed.task)
+    )
     shown = _walk(req, render, room)
-    from_seq = req.since if shown.complete else (shown.turns[-1]["seq"] if shown.turns else req.to_seq)
+    from_seq = (
+        req.since if shown.complete else (shown.turns[-1]["seq"] if shown.turns else req.to_seq)
+    )
     pinned = {t["seq"] for t in req.pinned}
     blocks = list(zip(shown.turns, shown.blocks, strict=True))[::-1]
-    user = _join(fixed.problem, _section(PINNED_HEADER, [b for t, b in blocks if t["seq"] in pinned]),
-                 fixed.summary, _section(HISTORY_HEADER, [b for t, b in blocks if t["seq"] not in pinned]),
-                 fixed.task)
+    user = _join(
+        fixed.problem,
+        _section(PINNED_HEADER, [b for t, b in blocks if t["seq"] in pinned]),
+        fixed.summary,
+        _section(HISTORY_HEADER, [b for t, b in blocks if t["seq"] not in pinned]),
+        fixed.task,
+    )
     tokens, shortened = count_messages(fixed.system, user), fixed.shortened or shown.shortened
-    if tokens > req.budget.total:  # counting drift between parts and the whole: never send over budget
+    if (
+        tokens > req.budget.total
+    ):  # counting drift between parts and the whole: never send over budget
         user = truncate_to_tokens(user, req.budget.total - count_messages(fixed.system, ""))
         tokens, shortened = count_messages(fixed.system, user), True
     record = TurnView(
         summary_id=req.summary["id"] if req.summary else None,
         from_seq=from_seq,
         to_seq=req.to_seq,
-        turns=sum(t["seq"] >= from_seq for t in shown.turns),  # a pinned turn the summary covers is extra
+        turns=sum(
+            t["seq"] >= from_seq for t in shown.turns
+        ),  # a pinned turn the summary covers is extra
         prompt_tokens=tokens,
         budget_tokens=req.budget.total,
         shortened=shortened,
@@ -257,6 +277,6 @@ def _section(header: str, blocks: list[str]) -> str:
 
 
 def _join(problem: str, pinned: str, summary_block: str, history_block: str, task: str) -> str:
-    """The user message in its fixed order: the most stable parts first, the task last."""
+    """Return the user message in its fixed order: the most stable parts first, the task last."""
     parts = (problem, pinned, summary_block, history_block, f"{TASK_HEADER}\n{task}")
     return "\n\n".join(p for p in parts if p)

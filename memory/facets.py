@@ -36,11 +36,18 @@ FACET_TITLES = {
 def empty_facets() -> SummaryFacets:
     """Facets with every list empty."""
     return SummaryFacets(
-        key_points=[], decisions=[], unresolved=[], action_items=[], participants=[], domain_entities=[]
+        key_points=[],
+        decisions=[],
+        unresolved=[],
+        action_items=[],
+        participants=[],
+        domain_entities=[],
     )
 
 
-def merge_facets(old: SummaryFacets | None, new: SummaryFacets, limit_tokens: int | None = None) -> SummaryFacets:
+def merge_facets(
+    old: SummaryFacets | None, new: SummaryFacets, limit_tokens: int | None = None
+) -> SummaryFacets:
     """Union ``old`` and ``new`` per facet without duplicates, the oldest out first when a list is full.
 
     ``new`` is one answer the model was paid for: it is kept whole. What ``old`` adds is capped per facet,
@@ -70,7 +77,7 @@ def merge_facets(old: SummaryFacets | None, new: SummaryFacets, limit_tokens: in
 
 
 def render_facets(facets: SummaryFacets) -> str:
-    """The model's facets as prompt lines (the identifiers apart: :func:`render_summary` puts them first)."""
+    """Return the model's facets as prompt lines (the identifiers apart: :func:`render_summary` puts them first)."""
     lines: list[str] = []
     for name, title in FACET_TITLES.items():
         items = cast(dict[str, list[str]], facets).get(name, [])
@@ -102,7 +109,7 @@ def clip_at_boundary(text: str, limit: int) -> str:
 
 
 def render_summary(narrative: str, facets: SummaryFacets, max_length: int | None = None) -> str:
-    """The summary as text: identifiers, the other facets, then the narrative; whole when ``max_length`` is None.
+    """Return the summary as text: identifiers, the other facets, then the narrative; whole when ``max_length`` is None.
 
     Shortened to ``max_length`` characters, the identifiers stay first (they are what the chain must keep,
     the lowest ranked out first when even they do not fit), the other facets take at most two thirds of what
@@ -129,7 +136,9 @@ REGISTRY_FACETS = ("decisions", "unresolved", "action_items", "domain_entities")
 """What the judge and the report are shown from the registry: the debate's outcome and its identifiers."""
 
 
-def registry_digest(registry: dict[str, dict[str, Any]], per_facet: int = 8) -> list[tuple[str, list[tuple[str, int]]]]:
+def registry_digest(
+    registry: dict[str, dict[str, Any]], per_facet: int = 8
+) -> list[tuple[str, list[tuple[str, int]]]]:
     """Per facet, the items the most summaries recorded (ties: the most recently seen first).
 
     A long debate's summaries cap their facet lists, so an early decision can
@@ -140,13 +149,21 @@ def registry_digest(registry: dict[str, dict[str, Any]], per_facet: int = 8) -> 
         entries = list((registry.get(name) or {}).values())
         entries.sort(key=lambda e: (-int(e.get("count", 1)), -int(e.get("last_seen", 0))))
         if entries:
-            out.append((FACET_TITLES[name], [(str(e["text"]), int(e.get("count", 1))) for e in entries[:per_facet]]))
+            out.append(
+                (
+                    FACET_TITLES[name],
+                    [(str(e["text"]), int(e.get("count", 1))) for e in entries[:per_facet]],
+                )
+            )
     return out
 
 
 def render_digest(registry: dict[str, dict[str, Any]], per_facet: int = 8) -> str:
-    """The digest as lines for a prompt: ``- Decisions: a (x3); b``."""
+    """Return the digest as lines for a prompt: ``- Decisions: a (x3); b``."""
     lines = []
     for title, items in registry_digest(registry, per_facet):
-        lines.append(f"- {title}: " + "; ".join(text + (f" (x{count})" if count > 1 else "") for text, count in items))
+        lines.append(
+            f"- {title}: "
+            + "; ".join(text + (f" (x{count})" if count > 1 else "") for text, count in items)
+        )
     return "\n".join(lines)

@@ -33,12 +33,14 @@ _UNITS = (
 _NUMBER_WITH_UNIT = rf"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS})(?![\w])"
 _VERSION = r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w])"
 _WORD = r"[\w@$~][\w.@$~/:+#-]*[\w/]|[\w]"
-PATTERN = re.compile("|".join(f"(?:{p})" for p in (_URL, _QUOTED, _NUMBER_WITH_UNIT, _VERSION, _WORD)))
+PATTERN = re.compile(
+    "|".join(f"(?:{p})" for p in (_URL, _QUOTED, _NUMBER_WITH_UNIT, _VERSION, _WORD))
+)
 _COMMON = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a", "and/or", "w/o"})
 
 
 def _is_name(token: str) -> bool:
-    """A name with a digit, an underscore, an inner dot or slash, or a capital after a small letter inside."""
+    """Return a name with a digit, an underscore, an inner dot or slash, or a capital after a small letter inside."""
     if not any(c.isalpha() for c in token) or token.casefold() in _COMMON:
         return False
     inner = token[1:]
@@ -56,8 +58,8 @@ def lift(text: str) -> list[str]:
     found: dict[str, None] = {}
     for match in PATTERN.finditer(text):
         token = match.group(0)
-        if token[0] in "`\"":
-            literal = token.strip("`\"").strip()
+        if token[0] in '`"':
+            literal = token.strip('`"').strip()
             if literal:
                 found.setdefault(token if token[0] == "`" else literal, None)
             continue
@@ -92,12 +94,12 @@ def _count(stats: IdentifierStats, ident: str, seq: int) -> None:
 
 
 def ranked(stats: IdentifierStats) -> list[str]:
-    """Identifiers by how many turns mentioned them, then the most recent first."""
+    """Rank identifiers by how many turns mentioned them, then the most recent first."""
     return sorted(stats, key=lambda k: (-stats[k][0], -stats[k][1], k))
 
 
 def fit(stats: IdentifierStats, limit_tokens: int) -> tuple[IdentifierStats, int]:
-    """The identifiers whose line fits ``limit_tokens``, best ranked first, and how many were left out."""
+    """Return the identifiers whose line fits ``limit_tokens``, best ranked first, and how many were left out."""
     kept: IdentifierStats = {}
     used = count_tokens(f"{IDENTIFIERS_TITLE}: ")
     for ident in ranked(stats):
@@ -106,11 +108,13 @@ def fit(stats: IdentifierStats, limit_tokens: int) -> tuple[IdentifierStats, int
             continue  # a shorter one further down may still fit
         kept[ident] = stats[ident]
         used += cost
-    while kept and count_tokens(line(ranked(kept))) > limit_tokens:  # the joined line, counted as sent
+    while (
+        kept and count_tokens(line(ranked(kept))) > limit_tokens
+    ):  # the joined line, counted as sent
         del kept[ranked(kept)[-1]]
     return kept, len(stats) - len(kept)
 
 
 def line(identifiers: Sequence[str]) -> str:
-    """The identifiers as one prompt line, in the order given."""
+    """Return the identifiers as one prompt line, in the order given."""
     return f"{IDENTIFIERS_TITLE}: " + ", ".join(identifiers) if identifiers else ""

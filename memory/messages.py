@@ -15,7 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    get_buffer_string,
+)
 
 from debate_engine.memory.tokens import count_tokens
 
@@ -81,7 +88,7 @@ def summarize_messages(
 
 
 def make_pre_model_hook(model: BaseChatModel, *, keep_last: int = 6, max_tokens: int = 3000) -> Any:
-    """A ``pre_model_hook`` for LangGraph's prebuilt agents that summarizes what the model sees.
+    """Return a ``pre_model_hook`` for LangGraph's prebuilt agents that summarizes what the model sees.
 
     It returns ``llm_input_messages``, so the thread's ``messages`` stay whole.
     """

@@ -21,7 +21,7 @@ SHARED_KINDS = frozenset({"briefing", "clarification", "message"})
 
 
 def sees(turn: Turn, viewer: str) -> bool:
-    """True when ``turn`` belongs to ``viewer``'s perspective."""
+    """Return True when ``turn`` belongs to ``viewer``'s perspective."""
     kind = turn["kind"]
     if kind in SHARED_KINDS:
         return True
@@ -48,7 +48,7 @@ def tail(transcript: Sequence[Turn], viewer: str, since: int = 0) -> list[Turn]:
 
 
 def opening_clarifications(transcript: Sequence[Turn]) -> list[Turn]:
-    """The clarifications that open a transcript (everyone's), read from the start only as far as they go."""
+    """Return the clarifications that open a transcript (everyone's), read from the start only as far as they go."""
     out: list[Turn] = []
     for turn in transcript:
         if turn["kind"] != "clarification":
@@ -63,12 +63,14 @@ def perspective(transcript: Iterable[Turn], viewer: str) -> list[Turn]:
 
 
 def covered_until(summary: SummaryRecord | None) -> int:
-    """The first ``seq`` a summary does not cover (0 without one)."""
+    """Return the first ``seq`` a summary does not cover (0 without one)."""
     return summary["through"] if summary else 0
 
 
-def latest_summaries(log: Sequence[SummaryRecord], viewers: Iterable[str]) -> dict[str, SummaryRecord]:
-    """The newest successful summary of each viewer, walking the log back only as far as needed."""
+def latest_summaries(
+    log: Sequence[SummaryRecord], viewers: Iterable[str]
+) -> dict[str, SummaryRecord]:
+    """Return the newest successful summary of each viewer, walking the log back only as far as needed."""
     wanted = set(viewers)
     found: dict[str, SummaryRecord] = {}
     for i in range(len(log) - 1, -1, -1):

@@ -30,7 +30,7 @@ def working_view(
     budget: Budget,
     problem: str = "",
 ) -> View:
-    """The prompt ``viewer`` answers: the problem, the clarifications, its summary, its uncovered turns, the task.
+    """Return the prompt ``viewer`` answers: the problem, the clarifications, its summary, its uncovered turns, the task.
 
     The clarifications that open the transcript are pinned after the problem (a stable prefix whatever the
     summary covers). Nothing is taken out of the middle: a turn the task refers to stays where it is.
@@ -38,15 +38,27 @@ def working_view(
     since = covered_until(summary)
     pinned = opening_clarifications(transcript)
     turns = newest_first(transcript, viewer, max(since, len(pinned)))
-    return build_view(ViewRequest(
-        system_prompt=system_prompt, task=task, summary=summary, newest_first=turns,
-        since=since, to_seq=len(transcript), budget=budget, problem=problem, pinned=pinned,
-    ))
+    return build_view(
+        ViewRequest(
+            system_prompt=system_prompt,
+            task=task,
+            summary=summary,
+            newest_first=turns,
+            since=since,
+            to_seq=len(transcript),
+            budget=budget,
+            problem=problem,
+            pinned=pinned,
+        )
+    )
 
 
 def should_summarize(
-    transcript: Sequence[Turn], viewer: str, summary: SummaryRecord | None,
-    settings: SummarizationSettings, budget: Budget,
+    transcript: Sequence[Turn],
+    viewer: str,
+    summary: SummaryRecord | None,
+    settings: SummarizationSettings,
+    budget: Budget,
 ) -> Decision:
     """Whether ``viewer``'s perspective needs a summary before its next call."""
     if not settings.enabled:
@@ -64,15 +76,20 @@ class Material:
 
 
 def summary_material(
-    transcript: Sequence[Turn], viewer: str, summary: SummaryRecord | None,
-    settings: SummarizationSettings, budget: Budget,
+    transcript: Sequence[Turn],
+    viewer: str,
+    summary: SummaryRecord | None,
+    settings: SummarizationSettings,
+    budget: Budget,
 ) -> Material:
     """Plan the next summary: every uncovered turn but a recent tail that fits its slice."""
     since = covered_until(summary)
     uncovered = list(newest_first(transcript, viewer, since))
     uncovered.reverse()
     keep = keep_recent(uncovered, settings.preserve_recent, budget.recent // 2)
-    whole = _whole_if_small(transcript, viewer, budget.recent) if settings.method == "fresh" else None
+    whole = (
+        _whole_if_small(transcript, viewer, budget.recent) if settings.method == "fresh" else None
+    )
     strategy = get_strategy(settings.method, settings.max_depth)
     plan = strategy.plan(uncovered, summary, keep, whole)
     if not plan.turns and plan.fold is None:
@@ -81,7 +98,7 @@ def summary_material(
 
 
 def _whole_if_small(transcript: Sequence[Turn], viewer: str, room: int) -> list[Turn] | None:
-    """The whole perspective when it fits ``room`` tokens (reading no further than that)."""
+    """Return the whole perspective when it fits ``room`` tokens (reading no further than that)."""
     out: list[Turn] = []
     for turn in newest_first(transcript, viewer, 0):
         room -= turn_cost(turn)

@@ -20,7 +20,14 @@ from typing_extensions import TypedDict
 from debate_engine.memory.tokens import count_tokens
 
 TurnKind = Literal[
-    "briefing", "clarification", "proposal", "critique", "refinement", "synthesis", "message", "moderation",
+    "briefing",
+    "clarification",
+    "proposal",
+    "critique",
+    "refinement",
+    "synthesis",
+    "message",
+    "moderation",
     "assessment",
 ]
 """Kinds of contribution; a moderation (the roundtable moderator's choice) and an assessment (the judge's check

@@ -14,28 +14,54 @@ class SummarizationSettings(BaseModel):
 
     enabled: bool = Field(True, description="Summarize at all.")
     threshold: int = Field(
-        0, ge=0, description="Characters of live history that fire a summary (0: off; the seed system used 5000)."
+        0,
+        ge=0,
+        description="Characters of live history that fire a summary (0: off; the seed system used 5000).",
     )
-    max_length: int = Field(2500, ge=200, alias="maxLength", description="Most characters a summary is asked for.")
+    max_length: int = Field(
+        2500, ge=200, alias="maxLength", description="Most characters a summary is asked for."
+    )
     method: str = Field("rolling", description="Strategy: 'rolling' or 'fresh'.")
-    prompt_path: str | None = Field(None, alias="promptPath", description="Custom summary prompt file.")
+    prompt_path: str | None = Field(
+        None, alias="promptPath", description="Custom summary prompt file."
+    )
     token_limit: int = Field(
-        0, ge=0, alias="tokenLimit", description="Tokens of live history that fire a summary (0: off)."
+        0,
+        ge=0,
+        alias="tokenLimit",
+        description="Tokens of live history that fire a summary (0: off).",
     )
     trigger_ratio: float = Field(
-        0.8, gt=0, le=2, alias="triggerTokenRatio", description="Fire at this share of the history budget."
+        0.8,
+        gt=0,
+        le=2,
+        alias="triggerTokenRatio",
+        description="Fire at this share of the history budget.",
     )
     reset_ratio: float = Field(
         0.7, gt=0, le=2, alias="resetTokenRatio", description="Hysteresis: re-arm below this share."
     )
-    every_n_turns: int = Field(0, ge=0, alias="everyNTurns", description="Fire after this many new turns (0: off).")
-    min_turns: int = Field(2, ge=1, alias="minMessages", description="Never summarize fewer new turns than this.")
-    cooldown_turns: int = Field(4, ge=0, alias="cooldownMessages", description="New turns needed after a summary.")
-    preserve_recent: int = Field(
-        2, ge=0, alias="preserveRecent", description="Newest turns left out of a summary, kept verbatim."
+    every_n_turns: int = Field(
+        0, ge=0, alias="everyNTurns", description="Fire after this many new turns (0: off)."
     )
-    max_depth: int = Field(3, ge=0, alias="maxSummaryChainDepth", description="Most summaries of summaries in a chain.")
-    abort_on_failure: bool = Field(False, alias="abortOnFailure", description="Stop the debate when summarizing fails.")
+    min_turns: int = Field(
+        2, ge=1, alias="minMessages", description="Never summarize fewer new turns than this."
+    )
+    cooldown_turns: int = Field(
+        4, ge=0, alias="cooldownMessages", description="New turns needed after a summary."
+    )
+    preserve_recent: int = Field(
+        2,
+        ge=0,
+        alias="preserveRecent",
+        description="Newest turns left out of a summary, kept verbatim.",
+    )
+    max_depth: int = Field(
+        3, ge=0, alias="maxSummaryChainDepth", description="Most summaries of summaries in a chain."
+    )
+    abort_on_failure: bool = Field(
+        False, alias="abortOnFailure", description="Stop the debate when summarizing fails."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -40,7 +40,11 @@ class Strategy(Protocol):
     name: str
 
     def plan(
-        self, uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: int, whole: Sequence[Turn] | None
+        self,
+        uncovered: Sequence[Turn],
+        previous: SummaryRecord | None,
+        keep: int,
+        whole: Sequence[Turn] | None,
     ) -> Plan:
         """Choose the material of the next summary.
 
@@ -57,7 +61,9 @@ def _split(uncovered: Sequence[Turn], keep: int, to_seq: int) -> tuple[list[Turn
     return folded, through
 
 
-def _rolling(uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: int, max_depth: int) -> Plan:
+def _rolling(
+    uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: int, max_depth: int
+) -> Plan:
     to_seq = uncovered[-1]["seq"] + 1 if uncovered else (previous["through"] if previous else 0)
     folded, through = _split(uncovered, keep, to_seq)
     if previous is None:
@@ -65,8 +71,12 @@ def _rolling(uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: in
     depth = previous["depth"] + 1
     restarted = depth > max_depth
     return Plan(
-        fold=previous, turns=folded, through=through, depth=0 if restarted else depth,
-        parent_id=previous["id"], restarted=restarted,
+        fold=previous,
+        turns=folded,
+        through=through,
+        depth=0 if restarted else depth,
+        parent_id=previous["id"],
+        restarted=restarted,
     )
 
 
@@ -79,7 +89,11 @@ class Rolling:
         self.max_depth = max_depth
 
     def plan(
-        self, uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: int, whole: Sequence[Turn] | None
+        self,
+        uncovered: Sequence[Turn],
+        previous: SummaryRecord | None,
+        keep: int,
+        whole: Sequence[Turn] | None,
     ) -> Plan:
         return _rolling(uncovered, previous, keep, self.max_depth)
 
@@ -97,7 +111,11 @@ class Fresh:
         self.max_depth = max_depth
 
     def plan(
-        self, uncovered: Sequence[Turn], previous: SummaryRecord | None, keep: int, whole: Sequence[Turn] | None
+        self,
+        uncovered: Sequence[Turn],
+        previous: SummaryRecord | None,
+        keep: int,
+        whole: Sequence[Turn] | None,
     ) -> Plan:
         if whole is not None:
             folded, through = _split(whole, keep, whole[-1]["seq"] + 1 if whole else 0)

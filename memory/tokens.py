@@ -41,7 +41,9 @@ def count_messages(*texts: str) -> int:
     return sum(count_tokens(t) + MESSAGE_OVERHEAD for t in texts) + 2
 
 
-def truncate_to_tokens(text: str, limit: int, marker: str = "[... {n} tokens shortened ...]") -> str:
+def truncate_to_tokens(
+    text: str, limit: int, marker: str = "[... {n} tokens shortened ...]"
+) -> str:
     """Shorten ``text`` to at most ``limit`` tokens, visibly, keeping its head and tail."""
     if limit <= 0:
         return ""

@@ -54,9 +54,13 @@ class Decision:
     live_tokens: int
 
 
-def decide(live: Live, summary: SummaryRecord | None, settings: SummarizationSettings, budget: Budget) -> Decision:
+def decide(
+    live: Live, summary: SummaryRecord | None, settings: SummarizationSettings, budget: Budget
+) -> Decision:
     """Decide whether a perspective should be summarized before its next call."""
-    summary_tokens = min(summary["tokens_after"], budget.summary) if summary else 0  # what a view shows of it
+    summary_tokens = (
+        min(summary["tokens_after"], budget.summary) if summary else 0
+    )  # what a view shows of it
     tokens = live.tokens + summary_tokens
     ratio = tokens / budget.history if budget.history > 0 else float("inf")
 
@@ -66,17 +70,14 @@ def decide(live: Live, summary: SummaryRecord | None, settings: SummarizationSet
     if not settings.enabled:
         return no("disabled")
     if live.tokens > budget.recent and live.turns >= 1:
-        return Decision(True, f"overflow: {live.tokens} uncovered tokens > recent budget {budget.recent}", ratio, tokens)
-    reasons = []
+        return Decision(
+            True,
+            f"overflow: {live.tokens} uncovered tokens > recent budget {budget.recent}",
+            ratio,
+            tokens,
+        )
     chars = live.chars + (len(summary["text"]) if summary else 0)
-    if settings.threshold and chars >= settings.threshold:
-        reasons.append(f"chars {chars} >= {settings.threshold}")
-    if settings.token_limit and tokens >= settings.token_limit:
-        reasons.append(f"tokens {tokens} >= {settings.token_limit}")
-    if ratio >= settings.trigger_ratio:
-        reasons.append(f"token_ratio {ratio:.2f} >= {settings.trigger_ratio:.2f}")
-    if settings.every_n_turns and live.turns >= settings.every_n_turns:
-        reasons.append(f"turns {live.turns} >= {settings.every_n_turns}")
+    reasons = _fired(settings, chars=chars, tokens=tokens, ratio=ratio, turns=live.turns)
     if not reasons:
         return no("below every trigger")
     reason = "; ".join(reasons)
@@ -86,5 +87,23 @@ def decide(live: Live, summary: SummaryRecord | None, settings: SummarizationSet
         in_cooldown = live.turns < settings.cooldown_turns
         rearmed = budget.history > 0 and summary_tokens / budget.history < settings.reset_ratio
         if in_cooldown and not rearmed:
-            return no(f"{reason}, but in cooldown and not re-armed below {settings.reset_ratio:.2f}")
+            return no(
+                f"{reason}, but in cooldown and not re-armed below {settings.reset_ratio:.2f}"
+            )
     return Decision(True, reason, ratio, tokens)
+
+
+def _fired(
+    settings: SummarizationSettings, *, chars: int, tokens: int, ratio: float, turns: int
+) -> list[str]:
+    """Name every threshold the perspective has reached."""
+    reasons = []
+    if settings.threshold and chars >= settings.threshold:
+        reasons.append(f"chars {chars} >= {settings.threshold}")
+    if settings.token_limit and tokens >= settings.token_limit:
+        reasons.append(f"tokens {tokens} >= {settings.token_limit}")
+    if ratio >= settings.trigger_ratio:
+        reasons.append(f"token_ratio {ratio:.2f} >= {settings.trigger_ratio:.2f}")
+    if settings.every_n_turns and turns >= settings.every_n_turns:
+        reasons.append(f"turns {turns} >= {settings.every_n_turns}")
+    return reasons

@@ -14,8 +14,12 @@ SPEAKER = "organisers"
 
 
 def briefing_for(state: ConversationState, round_no: int, seq: int) -> list[Turn]:
-    """The briefing turn that opens ``round_no`` (none when the settings hold no note for it)."""
+    """Return the briefing turn that opens ``round_no`` (none when the settings hold no note for it)."""
     note = (state["settings"].get("briefings") or {}).get(str(round_no))
     if not note:
         return []
-    return [new_turn(seq, kind="briefing", round_no=round_no, speaker=SPEAKER, role=SPEAKER, content=note)]
+    return [
+        new_turn(
+            seq, kind="briefing", round_no=round_no, speaker=SPEAKER, role=SPEAKER, content=note
+        )
+    ]

@@ -63,25 +63,32 @@ class Call:
         return self.requests or most_requests(self.schema is not None, self.retry_empty)
 
     def reserve(self) -> list[Reserve]:
-        """The most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
+        """Return the most this call may spend: input and output tokens at the dearest of its models (a person: none)."""
         if is_human(self.agent):
             return []
         tools = tool_tokens(self.schema) if self.schema else 0  # its definition is billed as prompt
-        return [((self.agent["model"], *self.agent["fallback_models"]),
-                 *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]))] * self.most_requests
+        return [
+            (
+                (self.agent["model"], *self.agent["fallback_models"]),
+                *worst_case(self.view["prompt_tokens"] + tools, self.agent["max_output_tokens"]),
+            )
+        ] * self.most_requests
 
     def without_retries(self) -> Call:
-        """The same call making one request only (when the spend cap has no room for more): an empty reply is not
+        """Return the same call making one request only (when the spend cap has no room for more): an empty reply is not
         asked again, and an unparsed structured one is taken as it is, not asked again in prose."""
         return dataclasses.replace(self, retry_empty=False, requests=1)
 
     def charge(self, reply: Reply) -> list[tuple[str, str, str, Usage]]:
-        """What the call spent: every attempt, priced by the model that made it."""
+        """Return what the call spent: every attempt, priced by the model that made it."""
         phase = PHASE_OF.get(self.kind, self.kind)
         attempts = reply.get("attempts")
         if attempts is None:  # a reply checkpointed before attempts were recorded
-            usage = reply["usage"] or Usage(input_tokens=self.view["prompt_tokens"],
-                                            output_tokens=count_tokens(reply["content"]), total_tokens=0)
+            usage = reply["usage"] or Usage(
+                input_tokens=self.view["prompt_tokens"],
+                output_tokens=count_tokens(reply["content"]),
+                total_tokens=0,
+            )
             return [(self.agent["id"], phase, reply["model"] or self.agent["model"], usage)]
         return [(self.agent["id"], phase, a["model"], a["usage"]) for a in attempts if a["usage"]]
 
@@ -111,14 +118,21 @@ class Reply(TypedDict):
     """The phase run that made it (``Call.token``): a failure of an earlier run is asked again on resume."""
 
 
-PHASE_OF = {"clarification": "clarify", "proposal": "propose", "critique": "critique", "refinement": "refine",
-            "synthesis": "synthesize", "message": "turn", "moderation": "moderate",
-            "assessment": "assess"}
+PHASE_OF = {
+    "clarification": "clarify",
+    "proposal": "propose",
+    "critique": "critique",
+    "refinement": "refine",
+    "synthesis": "synthesize",
+    "message": "turn",
+    "moderation": "moderate",
+    "assessment": "assess",
+}
 """The node (phase) that makes each kind of turn: what stream metadata names."""
 
 
 def run_key() -> str:
-    """The debate run a task belongs to, for its provider slots: the thread (one run per thread at a time)."""
+    """Return the debate run a task belongs to, for its provider slots: the thread (one run per thread at a time)."""
     try:
         configurable = get_config().get("configurable") or {}
     except RuntimeError:
@@ -127,12 +141,20 @@ def run_key() -> str:
 
 
 def request_of(call: Call) -> Request:
-    """The road's request for a planned call."""
+    """Return the road's request for a planned call."""
     agent, phase = call.agent, PHASE_OF.get(call.kind, call.kind)
     return Request(
-        models=(agent["model"], *agent["fallback_models"]), system=call.system, user=call.user,
-        temperature=agent["temperature"], max_tokens=agent["max_output_tokens"], timeout_s=agent["timeout_s"],
-        schema=call.schema, retry_empty=call.retry_empty, limit=call.limit, run=run_key(), who=agent["id"],
+        models=(agent["model"], *agent["fallback_models"]),
+        system=call.system,
+        user=call.user,
+        temperature=agent["temperature"],
+        max_tokens=agent["max_output_tokens"],
+        timeout_s=agent["timeout_s"],
+        schema=call.schema,
+        retry_empty=call.retry_empty,
+        limit=call.limit,
+        run=run_key(),
+        who=agent["id"],
         max_requests=call.most_requests,
         tags=(agent["id"], phase),
         metadata={"agent_id": agent["id"], "phase": phase, "kind": call.kind, "round": call.round},
@@ -141,38 +163,85 @@ def request_of(call: Call) -> Request:
 
 def _reply(call: Call, answer: Answer) -> Reply:
     kept = answer.attempts[-1]
-    prose = (answer.parsed or {}).get("reply")  # a debater's structured reply carries its prose as a field
+    prose = (answer.parsed or {}).get(
+        "reply"
+    )  # a debater's structured reply carries its prose as a field
     # the prose is the reply's content: stored once, not again inside the parsed answer (the task's result is
     # checkpointed beside the transcript's turn)
-    parsed = {k: v for k, v in answer.parsed.items() if k != "reply"} if answer.parsed is not None else None
-    return Reply(agent_id=call.agent["id"], kind=call.kind, content=str(prose).strip() if prose else answer.text,
-                 parsed=parsed, usage=kept["usage"], latency_ms=answer.latency_ms,
-                 truncated=answer.truncated, model=answer.model, attempts=answer.attempts, clamped=answer.clamped,
-                 position=position_of(answer.parsed) if call.kind in POSITION_KINDS else None)
+    parsed = (
+        {k: v for k, v in answer.parsed.items() if k != "reply"}
+        if answer.parsed is not None
+        else None
+    )
+    return Reply(
+        agent_id=call.agent["id"],
+        kind=call.kind,
+        content=str(prose).strip() if prose else answer.text,
+        parsed=parsed,
+        usage=kept["usage"],
+        latency_ms=answer.latency_ms,
+        truncated=answer.truncated,
+        model=answer.model,
+        attempts=answer.attempts,
+        clamped=answer.clamped,
+        position=position_of(answer.parsed) if call.kind in POSITION_KINDS else None,
+    )
 
 
 def _announce(call: Call, reply: Reply) -> Reply:
     """Announce a reply as soon as it arrives."""
-    emit({"event": "contribution", "kind": call.kind, "round": call.round, "agent_id": call.agent["id"],
-          "target": call.target, "tokens": count_tokens(reply["content"]), "prompt_tokens": call.view["prompt_tokens"],
-          "latency_ms": reply["latency_ms"], "truncated": reply["truncated"], "model": reply["model"],
-          "unseen": list(call.unseen) if call.unseen else None, **spent(reply)})
+    emit(
+        {
+            "event": "contribution",
+            "kind": call.kind,
+            "round": call.round,
+            "agent_id": call.agent["id"],
+            "target": call.target,
+            "tokens": count_tokens(reply["content"]),
+            "prompt_tokens": call.view["prompt_tokens"],
+            "latency_ms": reply["latency_ms"],
+            "truncated": reply["truncated"],
+            "model": reply["model"],
+            "unseen": list(call.unseen) if call.unseen else None,
+            **spent(reply),
+        }
+    )
     return reply
 
 
 def person_reply(call: Call) -> Reply:
-    """A person's turn as a reply: the answer to the seat's question, no model, no usage, nothing to charge."""
+    """Return a person's turn as a reply: the answer to the seat's question, no model, no usage, nothing to charge."""
     text, position = ask_person(call)
-    return Reply(agent_id=call.agent["id"], kind=call.kind, content=text, parsed=None, usage=None, latency_ms=0,
-                 truncated=False, model=None, attempts=[],
-                 position=position if call.kind in POSITION_KINDS else None)
+    return Reply(
+        agent_id=call.agent["id"],
+        kind=call.kind,
+        content=text,
+        parsed=None,
+        usage=None,
+        latency_ms=0,
+        truncated=False,
+        model=None,
+        attempts=[],
+        position=position if call.kind in POSITION_KINDS else None,
+    )
 
 
 def failed_reply(call: Call, exc: CallFailed) -> Reply:
-    """A call that failed, as a task result: stored in the checkpoint with what its attempts spent, so that the
+    """Return a call that failed, as a task result: stored in the checkpoint with what its attempts spent, so that the
     phase charges them once it completes (the phase itself stops the run; resume asks the call again)."""
-    return Reply(agent_id=call.agent["id"], kind=call.kind, content="", parsed=None, usage=None, latency_ms=0,
-                 truncated=False, model=None, attempts=list(exc.attempts), failed=str(exc), token=call.token)
+    return Reply(
+        agent_id=call.agent["id"],
+        kind=call.kind,
+        content="",
+        parsed=None,
+        usage=None,
+        latency_ms=0,
+        truncated=False,
+        model=None,
+        attempts=list(exc.attempts),
+        failed=str(exc),
+        token=call.token,
+    )
 
 
 @task(name="model_call")  # type: ignore[arg-type]
@@ -188,7 +257,7 @@ def model_call(call: Call) -> Reply:
 
 @task(name="model_call")  # type: ignore[arg-type]
 async def amodel_call(call: Call) -> Reply:
-    """The async twin of :func:`model_call`: cancellable while the request is in flight."""
+    """Return the async twin of :func:`model_call`: cancellable while the request is in flight."""
     if is_human(call.agent):
         return _announce(call, person_reply(call))
     try:
@@ -203,26 +272,40 @@ def failed(result: Any) -> bool:
 
 
 def after(earlier: Reply, result: Any) -> Any:
-    """A call asked again after an earlier failure: its reply, carrying the earlier attempts (they were paid)."""
+    """Return a call asked again after an earlier failure: its reply, carrying the earlier attempts (they were paid)."""
     if not isinstance(result, dict):
         return result
     return {**result, "attempts": [*earlier.get("attempts", []), *result.get("attempts", [])]}
 
 
-def record_turns(state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]) -> list[Turn]:
+def record_turns(
+    state: ConversationState, calls: Sequence[Call], replies: Sequence[Reply]
+) -> list[Turn]:
     """Turn replies into transcript turns, numbered after the transcript."""
     start = len(state.get("transcript", []))
     turns = []
     for i, (call, reply) in enumerate(zip(calls, replies, strict=True)):
         if reply["agent_id"] != call.agent["id"] or reply["kind"] != call.kind:
-            raise RuntimeError(f"task result for {reply['agent_id']}/{reply['kind']} where "
-                               f"{call.agent['id']}/{call.kind} was planned; the phase's plan is not deterministic")
+            raise RuntimeError(
+                f"task result for {reply['agent_id']}/{reply['kind']} where "
+                f"{call.agent['id']}/{call.kind} was planned; the phase's plan is not deterministic"
+            )
         turn = new_turn(
-            start + i, kind=call.kind, round_no=call.round, speaker=call.agent["id"],
+            start + i,
+            kind=call.kind,
+            round_no=call.round,
+            speaker=call.agent["id"],
             role=PERSON_TURN_ROLE if is_human(call.agent) else call.agent["role"],
-            content=reply["content"], target=call.target, model=reply["model"], usage=reply["usage"],
-            latency_ms=reply["latency_ms"], view=call.view, truncated=reply["truncated"],
-            attempts=reply.get("attempts"), clamped=reply.get("clamped"), position=reply.get("position"),
+            content=reply["content"],
+            target=call.target,
+            model=reply["model"],
+            usage=reply["usage"],
+            latency_ms=reply["latency_ms"],
+            view=call.view,
+            truncated=reply["truncated"],
+            attempts=reply.get("attempts"),
+            clamped=reply.get("clamped"),
+            position=reply.get("position"),
         )
         turns.append(turn)
     return turns

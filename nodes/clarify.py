@@ -29,12 +29,15 @@ NO_ANSWER = "(no answer)"
 def plan(state: ConversationState) -> list[Call]:
     """One call per agent for its clarifying questions (a person's seat asks none: it answers them)."""
     settings = state["settings"]
-    return [agent_call(state, a, None, kind="clarification", round_no=0, task=task_of(state, a))
-            for a in settings["agents"] if not is_human(a)]
+    return [
+        agent_call(state, a, None, kind="clarification", round_no=0, task=task_of(state, a))
+        for a in settings["agents"]
+        if not is_human(a)
+    ]
 
 
 def task_of(state: ConversationState, agent: AgentProfile) -> str:
-    """The built-in clarification task, or the agent's own (``clarificationPromptPath``) with the problem after it.
+    """Return the built-in clarification task, or the agent's own (``clarificationPromptPath``) with the problem after it.
 
     An agent's own text is used as written (its braces are not placeholders); the
     problem, the question limit and the length follow it.
@@ -42,14 +45,21 @@ def task_of(state: ConversationState, agent: AgentProfile) -> str:
     limit, length = state["settings"]["max_questions"], reply_length(agent["max_output_tokens"])
     own = agent.get("clarification_prompt")
     if own:
-        return (f"{own}\n\nProblem:\n{state['problem']}\n\nAsk at most {limit} questions, one per line; write "
-                f"NONE if nothing is unclear.\n\n{length}")
-    return render(load_prompt("phases/clarify"), problem=state["problem"], role=agent["role"],
-                  max_questions=limit, length=length)
+        return (
+            f"{own}\n\nProblem:\n{state['problem']}\n\nAsk at most {limit} questions, one per line; write "
+            f"NONE if nothing is unclear.\n\n{length}"
+        )
+    return render(
+        load_prompt("phases/clarify"),
+        problem=state["problem"],
+        role=agent["role"],
+        max_questions=limit,
+        length=length,
+    )
 
 
 def questions_of(text: str, limit: int) -> list[str]:
-    """The questions in a reply: one per line, list markers stripped, NONE meaning none."""
+    """Return the questions in a reply: one per line, list markers stripped, NONE meaning none."""
     lines = [re.sub(r"^\s*(?:[-*]|\d+[.)])\s*", "", line).strip() for line in text.splitlines()]
     return [q for q in lines if q and q.upper().rstrip(".") != "NONE"][:limit]
 
@@ -71,15 +81,28 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     update: dict[str, Any] = {"phase": "clarify", "questions": []}
     if not asked:
         return {**update, "status": advance(state, "clarify", 0)}
-    resume = interrupt({"questions": [{"agent_id": c.agent["id"], "questions": qs} for c, _, qs in asked]})
+    resume = interrupt(
+        {"questions": [{"agent_id": c.agent["id"], "questions": qs} for c, _, qs in asked]}
+    )
     start = len(state.get("transcript", []))
     turns = []
     for i, (call, reply, qs) in enumerate(asked):
         answers = answers_for(resume, call.agent["id"], len(qs))
         content = "\n".join(f"Q: {q}\nA: {a}" for q, a in zip(qs, answers, strict=True))
-        turns.append(new_turn(start + i, kind="clarification", round_no=0, speaker=call.agent["id"],
-                              role=call.agent["role"], content=content, model=call.agent["model"],
-                              usage=reply["usage"], latency_ms=reply["latency_ms"], view=call.view))
+        turns.append(
+            new_turn(
+                start + i,
+                kind="clarification",
+                round_no=0,
+                speaker=call.agent["id"],
+                role=call.agent["role"],
+                content=content,
+                model=call.agent["model"],
+                usage=reply["usage"],
+                latency_ms=reply["latency_ms"],
+                view=call.view,
+            )
+        )
     return {**update, "transcript": turns, "status": advance(state, "clarify", 0, turns)}
 
 

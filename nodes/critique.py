@@ -18,17 +18,34 @@ def plan(state: ConversationState) -> list[Call]:
     """N x (N-1) calls: each critic on each other agent's newest proposal or refinement."""
     _, round_no = next_step(state)
     agents = state["settings"]["agents"]
-    emit({"event": "phase_started", "phase": "critique", "round": round_no, "rounds": state["settings"]["rounds"]})
+    emit(
+        {
+            "event": "phase_started",
+            "phase": "critique",
+            "round": round_no,
+            "rounds": state["settings"]["rounds"],
+        }
+    )
     summaries = summaries_of(state, agents)
     positions = {a["id"]: latest_position(state, a["id"]) for a in agents}
     template = load_prompt("phases/critique")
     transcript = state["transcript"]
     return [
         agent_call(
-            state, critic, summaries.get(critic["id"]), kind="critique", round_no=round_no, target=target["id"],
-            task=render(template, role=critic["role"], target=target["id"],
-                        length=reply_length(critic["max_output_tokens"]),
-                        target_role=target["role"], proposal=transcript[seq]["content"]),
+            state,
+            critic,
+            summaries.get(critic["id"]),
+            kind="critique",
+            round_no=round_no,
+            target=target["id"],
+            task=render(
+                template,
+                role=critic["role"],
+                target=target["id"],
+                length=reply_length(critic["max_output_tokens"]),
+                target_role=target["role"],
+                proposal=transcript[seq]["content"],
+            ),
         )
         for critic in agents
         for target in agents
@@ -40,8 +57,12 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     """Append the critiques as turns."""
     _, round_no = next_step(state)
     turns = record_turns(state, calls, replies)
-    return {"transcript": turns, "round": round_no, "phase": "critique",
-            "status": advance(state, "critique", round_no, turns)}
+    return {
+        "transcript": turns,
+        "round": round_no,
+        "phase": "critique",
+        "status": advance(state, "critique", round_no, turns),
+    }
 
 
 critique = phase_node("critique", plan, apply)

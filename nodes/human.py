@@ -24,10 +24,12 @@ HUMAN_TURN = "human_turn"
 PASSED = "(passed)"
 """What a turn says when the person gave an empty answer: the seat passed, and the debate goes on."""
 TEXT_SHAPE = 'a string (your text; an empty string passes the turn), or an object {"text": "..."}'
-POSITION_SHAPE = ('a string (your text; an empty string passes the turn), or an object {"text": "...", '
-                  '"position": "one line", "reason": "one sentence", "confidence": 0-100, "answer": "short"} '
-                  'to state a position that counts in the votes (position required with the others; '
-                  'reason, confidence and answer optional)')
+POSITION_SHAPE = (
+    'a string (your text; an empty string passes the turn), or an object {"text": "...", '
+    '"position": "one line", "reason": "one sentence", "confidence": 0-100, "answer": "short"} '
+    "to state a position that counts in the votes (position required with the others; "
+    "reason, confidence and answer optional)"
+)
 
 
 class WrongShape(ValueError):
@@ -35,21 +37,32 @@ class WrongShape(ValueError):
 
 
 def task_text(kind: str, round_no: int, target: str | None) -> str:
-    """What the person is asked to write, in the words a debater's task would use."""
-    tasks = {"proposal": f"Propose a solution to the problem (round {round_no}).",
-             "critique": f"Critique {target}'s proposal (round {round_no}).",
-             "refinement": f"Refine your proposal in answer to the critiques of it (round {round_no}).",
-             "message": f"Speak in the roundtable (turn {round_no}); an empty answer passes."}
+    """Return what the person is asked to write, in the words a debater's task would use."""
+    tasks = {
+        "proposal": f"Propose a solution to the problem (round {round_no}).",
+        "critique": f"Critique {target}'s proposal (round {round_no}).",
+        "refinement": f"Refine your proposal in answer to the critiques of it (round {round_no}).",
+        "message": f"Speak in the roundtable (turn {round_no}); an empty answer passes.",
+    }
     return tasks.get(kind, f"Write the {kind} (round {round_no}).")
 
 
 def question(call: Call, error: str | None = None) -> dict[str, Any]:
-    """The interrupt's payload: the task, the problem, the seat's view and the answer's shape."""
+    """Return the interrupt's payload: the task, the problem, the seat's view and the answer's shape."""
     asked: dict[str, Any] = {
-        "type": HUMAN_TURN, "seat": call.agent["id"], "name": call.agent["name"], "kind": call.kind,
-        "round": call.round, "target": call.target, "task": task_text(call.kind, call.round, call.target),
-        "problem": call.problem, "view": {"system": call.system, "user": call.user,
-                                          "prompt_tokens": call.view["prompt_tokens"]},
+        "type": HUMAN_TURN,
+        "seat": call.agent["id"],
+        "name": call.agent["name"],
+        "kind": call.kind,
+        "round": call.round,
+        "target": call.target,
+        "task": task_text(call.kind, call.round, call.target),
+        "problem": call.problem,
+        "view": {
+            "system": call.system,
+            "user": call.user,
+            "prompt_tokens": call.view["prompt_tokens"],
+        },
         "answer_shape": POSITION_SHAPE if call.kind in POSITION_KINDS else TEXT_SHAPE,
     }
     return {**asked, "error": error} if error else asked
@@ -66,7 +79,7 @@ def ask_person(call: Call) -> tuple[str, dict[str, Any] | None]:
 
 
 def read_answer(value: Any, kind: str) -> tuple[str, dict[str, Any] | None]:
-    """The text of an answer (``PASSED`` when empty) and its position; raise WrongShape for anything else."""
+    """Return the text of an answer (``PASSED`` when empty) and its position; raise WrongShape for anything else."""
     shape = POSITION_SHAPE if kind in POSITION_KINDS else TEXT_SHAPE
     if isinstance(value, str):
         return value.strip() or PASSED, None
@@ -75,7 +88,9 @@ def read_answer(value: Any, kind: str) -> tuple[str, dict[str, Any] | None]:
     allowed = ("text", *POSITION_FIELDS) if kind in POSITION_KINDS else ("text",)
     unknown = sorted(str(k) for k in value if k not in allowed)
     if unknown:
-        raise WrongShape(f"the answer has {', '.join(unknown)[:200]}, which a {kind} does not take; send {shape}")
+        raise WrongShape(
+            f"the answer has {', '.join(unknown)[:200]}, which a {kind} does not take; send {shape}"
+        )
     if not isinstance(value.get("text", ""), str):
         raise WrongShape(f"the answer's text is not a string; send {shape}")
     position = _position(value, shape)
@@ -84,7 +99,7 @@ def read_answer(value: Any, kind: str) -> tuple[str, dict[str, Any] | None]:
 
 
 def _position(value: dict[str, Any], shape: str) -> dict[str, Any] | None:
-    """The position an answer states (None: it states none), checked field by field."""
+    """Return the position an answer states (None: it states none), checked field by field."""
     given = {k: value[k] for k in POSITION_FIELDS if value.get(k) not in (None, "")}
     if not given:
         return None
@@ -92,11 +107,22 @@ def _position(value: dict[str, Any], shape: str) -> dict[str, Any] | None:
         if key in given and not isinstance(given[key], str):
             raise WrongShape(f"the answer's {key} is not a string; send {shape}")
     confidence = given.get("confidence")
-    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, int)
-                                   or not 0 <= confidence <= 100):
-        raise WrongShape(f"the answer's confidence {str(confidence)[:40]!r} is not a whole number from 0 to 100; "
-                         f"send {shape}")
+    if confidence is not None and (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int)
+        or not 0 <= confidence <= 100
+    ):
+        raise WrongShape(
+            f"the answer's confidence {str(confidence)[:40]!r} is not a whole number from 0 to 100; "
+            f"send {shape}"
+        )
     if not str(given.get("position", "")).strip():
-        raise WrongShape(f"the answer states a reason, confidence or answer but no position; send {shape}")
-    return {"position": given["position"].strip(), "reason": str(given.get("reason", "")).strip(),
-            "confidence": confidence, "answer": str(given.get("answer", "")).strip()}
+        raise WrongShape(
+            f"the answer states a reason, confidence or answer but no position; send {shape}"
+        )
+    return {
+        "position": given["position"].strip(),
+        "reason": str(given.get("reason", "")).strip(),
+        "confidence": confidence,
+        "answer": str(given.get("answer", "")).strip(),
+    }

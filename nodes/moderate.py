@@ -23,13 +23,19 @@ MIN_TURNS_PER_AGENT = 2
 
 
 def next_speaker_schema(agents: tuple[str, ...]) -> type[Bounded]:
-    """The moderator's choice: one of the participants (an enum a grammar enforces), why, and whether to stop."""
+    """Return the moderator's choice: one of the participants (an enum a grammar enforces), why, and whether to stop."""
     return answer_schema(
-        "NextSpeaker", "The moderator's choice.",
+        "NextSpeaker",
+        "The moderator's choice.",
         speaker=choice_field("The id of the participant who should speak next.", list(agents)),
         reason=text_field("Why this participant, in one sentence.", 200),
-        converged=(bool, Field(description="True only when the participants agree and another turn would add "
-                                           "nothing.")),
+        converged=(
+            bool,
+            Field(
+                description="True only when the participants agree and another turn would add "
+                "nothing."
+            ),
+        ),
     )
 
 
@@ -37,11 +43,23 @@ def plan(state: ConversationState) -> list[Call]:
     """One structured call to the judge, over the same view the speakers have."""
     _, turn_no = next_step(state)
     settings = state["settings"]
-    ask = render(load_prompt("phases/moderate"), turns_taken=turn_no - 1,
-                 participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]))
+    ask = render(
+        load_prompt("phases/moderate"),
+        turns_taken=turn_no - 1,
+        participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
+    )
     summary = table_summary(state)
-    return [agent_call(state, settings["judge"], summary, kind="moderation", round_no=turn_no, task=ask,
-                       schema=next_speaker_schema(tuple(a["id"] for a in settings["agents"])))]
+    return [
+        agent_call(
+            state,
+            settings["judge"],
+            summary,
+            kind="moderation",
+            round_no=turn_no,
+            task=ask,
+            schema=next_speaker_schema(tuple(a["id"] for a in settings["agents"])),
+        )
+    ]
 
 
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
@@ -54,11 +72,19 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     enough = all(spoken[a] >= MIN_TURNS_PER_AGENT for a in agents)
     converged = bool(parsed.get("converged")) and enough
     fallback = speaker_of({**state, "current_speaker": None}, turn_no)  # type: ignore[typeddict-item]
-    choice = Moderation(turn=turn_no, speaker=speaker or fallback, converged=converged,
-                        reason=str(parsed.get("reason") or replies[0]["content"])[:500])
+    choice = Moderation(
+        turn=turn_no,
+        speaker=speaker or fallback,
+        converged=converged,
+        reason=str(parsed.get("reason") or replies[0]["content"])[:500],
+    )
     emit({"event": "moderation", **choice})
-    update: dict[str, Any] = {"current_speaker": choice["speaker"], "moderation": choice, "phase": "moderate",
-                              "status": advance(state, "moderate", turn_no - 1)}
+    update: dict[str, Any] = {
+        "current_speaker": choice["speaker"],
+        "moderation": choice,
+        "phase": "moderate",
+        "status": advance(state, "moderate", turn_no - 1),
+    }
     if converged:
         update["stopped"] = "convergence"
         update["stop_reason"] = {"round": turn_no - 1, "reason": choice["reason"]}

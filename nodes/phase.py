@@ -53,34 +53,60 @@ def round_clock(name: str, state: ConversationState) -> tuple[int, float, float]
         return None
     _, round_no = next_step(state)
     clock = state.get("round_clock") or {}
-    return round_no, float(clock.get("elapsed_s", 0.0)) if clock.get("round") == round_no else 0.0, limit
+    return (
+        round_no,
+        float(clock.get("elapsed_s", 0.0)) if clock.get("round") == round_no else 0.0,
+        limit,
+    )
 
 
-def _gate(name: str, state: ConversationState, calls: Sequence[Any]) -> tuple[Sequence[Any], dict[str, Any] | None]:
-    """The calls to run, or the update that stops the debate: the cap has no room, or the round's time is up."""
+def _gate(
+    name: str, state: ConversationState, calls: Sequence[Any]
+) -> tuple[Sequence[Any], dict[str, Any] | None]:
+    """Return the calls to run, or the update that stops the debate: the cap has no room, or the round's time is up."""
     if not calls:
         return calls, None
-    if name == "synthesize":  # the judge's share was kept back for one request; more only if the cap holds them
+    if (
+        name == "synthesize"
+    ):  # the judge's share was kept back for one request; more only if the cap holds them
         full = [r for c in calls for r in c.reserve()]
-        return (calls if fits(state, full, keep_judge=False) else [c.without_retries() for c in calls]), None
+        return (
+            calls if fits(state, full, keep_judge=False) else [c.without_retries() for c in calls]
+        ), None
     clock = round_clock(name, state)
     if clock is not None and clock[1] >= clock[2]:
-        emit({"event": "round_timeout", "phase": name, "round": clock[0], "elapsed_s": round(clock[1], 3),
-              "limit_s": clock[2]})
+        emit(
+            {
+                "event": "round_timeout",
+                "phase": name,
+                "round": clock[0],
+                "elapsed_s": round(clock[1], 3),
+                "limit_s": clock[2],
+            }
+        )
         return calls, {"stopped": "timeout"}
     wanted = [r for c in calls for r in c.reserve()[:1]]  # one request each
     if not fits(state, wanted):
         spent = (state.get("spend") or empty_spend())["total"]
-        emit({"event": "budget_stop", "phase": name, "round": state.get("round", 0),
-              "tokens": spent["input_tokens"] + spent["output_tokens"], "cost": spent["cost"]})
+        emit(
+            {
+                "event": "budget_stop",
+                "phase": name,
+                "round": state.get("round", 0),
+                "tokens": spent["input_tokens"] + spent["output_tokens"],
+                "cost": spent["cost"],
+            }
+        )
         return calls, {"stopped": "budget"}
-    if not fits(state, [r for c in calls for r in c.reserve()]):  # room for the calls, not for asking again
+    if not fits(
+        state, [r for c in calls for r in c.reserve()]
+    ):  # room for the calls, not for asking again
         calls = [c.without_retries() for c in calls]
     return calls, None
 
 
 def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[SummaryCall]:
-    """The summaries to make beside a round's calls, when the spend cap has room for both."""
+    """Return the summaries to make beside a round's calls, when the spend cap has room for both."""
     if name not in ROUND_PHASES:
         return []
     extra = ahead(state, name, [c for c in calls if isinstance(c, Call)])
@@ -92,54 +118,82 @@ def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[S
     return extra if fits(state, worst + once * 2) else [s.without_retries() for s in extra]
 
 
-def _planned(name: str, state: ConversationState, plan: Plan) -> tuple[Sequence[Any], list[SummaryCall], Any]:
-    """The phase's calls, the summaries to make beside them, or the update that stops the debate."""
+def _planned(
+    name: str, state: ConversationState, plan: Plan
+) -> tuple[Sequence[Any], list[SummaryCall], Any]:
+    """Return the phase's calls, the summaries to make beside them, or the update that stops the debate."""
     calls, stop = _gate(name, state, plan(state))
     return calls, [] if stop is not None else _beside(name, state, calls), stop
 
 
-def _finish(name: str, state: ConversationState, apply: Apply, planned: tuple[Sequence[Any], list[SummaryCall]],
-            results: list[Any], started: float) -> dict[str, Any]:
+def _finish(
+    name: str,
+    state: ConversationState,
+    apply: Apply,
+    planned: tuple[Sequence[Any], list[SummaryCall]],
+    results: list[Any],
+    started: float,
+) -> dict[str, Any]:
     """Apply the phase's replies and the summaries made beside them; charge them all."""
     calls, extra = planned
-    update = apply(state, calls, results[:len(calls)])
+    update = apply(state, calls, results[: len(calls)])
     if extra:
-        records = results[len(calls):]
+        records = results[len(calls) :]
         update |= applied(extra, records)
         if "status" in update:
-            update["status"] = {**update["status"], "summaries": update["status"]["summaries"] + len(records)}
+            update["status"] = {
+                **update["status"],
+                "summaries": update["status"]["summaries"] + len(records),
+            }
     return _timed(name, state, _settle(state, [*calls, *extra], results, update), started)
 
 
-def _timed(name: str, state: ConversationState, update: dict[str, Any], started: float) -> dict[str, Any]:
+def _timed(
+    name: str, state: ConversationState, update: dict[str, Any], started: float
+) -> dict[str, Any]:
     """Add the phase's running time to its round's clock (checked before the round's next phase)."""
     clock = round_clock(name, state)
     if clock is not None:
-        update["round_clock"] = {"round": clock[0], "elapsed_s": clock[1] + time.monotonic() - started}
+        update["round_clock"] = {
+            "round": clock[0],
+            "elapsed_s": clock[1] + time.monotonic() - started,
+        }
     return update
 
 
-def _settle(state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]) -> dict[str, Any]:
+def _settle(
+    state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]
+) -> dict[str, Any]:
     """Charge what the calls spent, in state and in the status record."""
     charges = [item for c, r in zip(calls, results, strict=True) for item in c.charge(r)]
-    spend = charge(state.get("spend") or empty_spend(), charges, state["settings"].get("prices", {}))
+    spend = charge(
+        state.get("spend") or empty_spend(), charges, state["settings"].get("prices", {})
+    )
     total = spend["total"]
     update["spend"] = spend
-    emit({"event": "spend", "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"],
-          "calls": total["calls"], "cap": state["settings"].get("cap")})
+    emit(
+        {
+            "event": "spend",
+            "tokens": total["input_tokens"] + total["output_tokens"],
+            "cost": total["cost"],
+            "calls": total["calls"],
+            "cap": state["settings"].get("cap"),
+        }
+    )
     if "status" in update:
         update["status"] = {**update["status"], **spend_figures(total)}
     return update
 
 
 def _tokened(calls: Sequence[Any], token: str) -> list[Any]:
-    """The calls, each naming this run of the phase (a failure it returns then says which run it was)."""
+    """Return the calls, each naming this run of the phase (a failure it returns then says which run it was)."""
     return [dataclasses.replace(c, token=token) if isinstance(c, Call) else c for c in calls]
 
 
-def _again(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any],
-           token: str) -> list[tuple[int, Any]] | dict[str, Any] | None:
-    """The calls to ask again: those whose failure an earlier run of the phase left (this is a resume).
+def _again(
+    name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str
+) -> list[tuple[int, Any]] | dict[str, Any] | None:
+    """Return the calls to ask again: those whose failure an earlier run of the phase left (this is a resume).
 
     Their failed attempts were paid: the cap must hold them and the new requests. When it holds no request
     more, the debate stops (``budget``) with every paid attempt charged; when it holds one, only one is sent.
@@ -149,8 +203,11 @@ def _again(name: str, state: ConversationState, calls: Sequence[Any], results: l
     stale = [i for i, r in enumerate(results) if failed(r) and r.get("token") != token]
     if not stale:
         return None
-    paid = charge(state.get("spend") or empty_spend(), [item for i in stale for item in calls[i].charge(results[i])],
-                  state["settings"].get("prices", {}))
+    paid = charge(
+        state.get("spend") or empty_spend(),
+        [item for i in stale for item in calls[i].charge(results[i])],
+        state["settings"].get("prices", {}),
+    )
     seen = cast(ConversationState, {**state, "spend": paid})
     wanted = [calls[i] for i in stale]
     if not fits(seen, [r for c in wanted for r in c.reserve()[:1]]):
@@ -159,22 +216,36 @@ def _again(name: str, state: ConversationState, calls: Sequence[Any], results: l
     return [(i, calls[i] if full else calls[i].without_retries()) for i in stale]
 
 
-def _retried(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str,
-             run: Any) -> list[Any] | dict[str, Any]:
-    """The results with every failure an earlier run left asked again (in waves, so that a resumed phase finds
+def _retried(
+    name: str,
+    state: ConversationState,
+    calls: Sequence[Any],
+    results: list[Any],
+    token: str,
+    run: Any,
+) -> list[Any] | dict[str, Any]:
+    """Return the results with every failure an earlier run left asked again (in waves, so that a resumed phase finds
     each retry's task where it was); a failure of this run raised; or the update that stops at the cap."""
     while (again := _again(name, state, calls, results, token)) is not None:
         if isinstance(again, dict):
             return again
         futures = {i: run(c) for i, c in again}
-        results = [after(r, _held(futures[i].result)) if i in futures else r for i, r in enumerate(results)]
+        results = [
+            after(r, _held(futures[i].result)) if i in futures else r for i, r in enumerate(results)
+        ]
     _raise_failure(results, token)
     return results
 
 
-async def _aretried(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str,
-                    run: Any) -> list[Any] | dict[str, Any]:
-    """The async twin of :func:`_retried`."""
+async def _aretried(
+    name: str,
+    state: ConversationState,
+    calls: Sequence[Any],
+    results: list[Any],
+    token: str,
+    run: Any,
+) -> list[Any] | dict[str, Any]:
+    """Return the async twin of :func:`_retried`."""
     while (again := _again(name, state, calls, results, token)) is not None:
         if isinstance(again, dict):
             return again
@@ -185,13 +256,22 @@ async def _aretried(name: str, state: ConversationState, calls: Sequence[Any], r
     return results
 
 
-def _stopped(name: str, state: ConversationState, calls: Sequence[Any], results: list[Any]) -> dict[str, Any]:
+def _stopped(
+    name: str, state: ConversationState, calls: Sequence[Any], results: list[Any]
+) -> dict[str, Any]:
     """Stop at the cap inside a phase: nothing is applied, everything its calls paid for is charged."""
     paid = [(c, r) for c, r in zip(calls, results, strict=True) if isinstance(r, dict)]
     update = _settle(state, [c for c, _ in paid], [r for _, r in paid], {"stopped": "budget"})
     total = update["spend"]["total"]
-    emit({"event": "budget_stop", "phase": name, "round": state.get("round", 0),
-          "tokens": total["input_tokens"] + total["output_tokens"], "cost": total["cost"]})
+    emit(
+        {
+            "event": "budget_stop",
+            "phase": name,
+            "round": state.get("round", 0),
+            "tokens": total["input_tokens"] + total["output_tokens"],
+            "cost": total["cost"],
+        }
+    )
     return update
 
 
@@ -203,7 +283,7 @@ def _raise_failure(results: list[Any], token: str) -> None:
 
 
 def _held(result: Callable[[], Any]) -> Any:
-    """A call's result, or the question it asks a person: held until the phase's other calls have finished."""
+    """Return a call's result, or the question it asks a person: held until the phase's other calls have finished."""
     try:
         return result()
     except GraphInterrupt as question:
@@ -211,7 +291,7 @@ def _held(result: Callable[[], Any]) -> Any:
 
 
 async def _aheld(call: Awaitable[Any]) -> Any:
-    """The async twin of :func:`_held` (a failure still ends the phase at once, as it always did)."""
+    """Return the async twin of :func:`_held` (a failure still ends the phase at once, as it always did)."""
     try:
         return await call
     except GraphInterrupt as question:
@@ -219,7 +299,7 @@ async def _aheld(call: Awaitable[Any]) -> Any:
 
 
 def _settled(results: Sequence[Any]) -> list[Any]:
-    """The results of the summaries made beside a phase, once all have finished; the first failure, raised.
+    """Return the results of the summaries made beside a phase, once all have finished; the first failure, raised.
 
     When one of the phase's own calls fails, the node waits for these before it fails in turn: a summary the
     provider answered is then kept in the checkpoint (and charged), never asked again on resume.
@@ -231,7 +311,7 @@ def _settled(results: Sequence[Any]) -> list[Any]:
 
 
 def asked(results: list[Any]) -> list[Any]:
-    """The results, once no call waits for a person; else pause the run on every question at once.
+    """Return the results, once no call waits for a person; else pause the run on every question at once.
 
     The agents' calls of the phase have finished by now and are in the checkpoint: on resume only
     the persons' tasks run again, and they return the answers.
@@ -245,7 +325,7 @@ def asked(results: list[Any]) -> list[Any]:
 def phase_node(
     name: str, plan: Plan, apply: Apply, tasks: tuple[Any, Any] = (model_call, amodel_call)
 ) -> RunnableLambda[ConversationState, dict[str, Any]]:
-    """A node that plans its calls, runs them as concurrent tasks and applies the results."""
+    """Return a node that plans its calls, runs them as concurrent tasks and applies the results."""
     sync_task, async_task = tasks
 
     def run(state: ConversationState) -> dict[str, Any]:
@@ -260,10 +340,19 @@ def phase_node(
         except Exception:
             wait(beside)  # see _settled: what the provider answered beside the phase is kept
             raise
-        if isinstance(results, dict):  # the cap holds no second try: stopped, every paid attempt charged
+        if isinstance(
+            results, dict
+        ):  # the cap holds no second try: stopped, every paid attempt charged
             wait(beside)
             return results
-        return _finish(name, state, apply, (calls, extra), asked(results + [_held(f.result) for f in beside]), started)
+        return _finish(
+            name,
+            state,
+            apply,
+            (calls, extra),
+            asked(results + [_held(f.result) for f in beside]),
+            started,
+        )
 
     async def arun(state: ConversationState) -> dict[str, Any]:
         # Planning reads prompt files and the token table and counts every view: off the event loop.
@@ -273,7 +362,9 @@ def phase_node(
         started, token = time.monotonic(), uuid.uuid4().hex
         calls = _tokened(calls, token)
         own = asyncio.gather(*(_aheld(async_task(c)) for c in calls))
-        beside = asyncio.gather(*(_aheld(SUMMARY_TASKS[1](s)) for s in extra), return_exceptions=True)
+        beside = asyncio.gather(
+            *(_aheld(SUMMARY_TASKS[1](s)) for s in extra), return_exceptions=True
+        )
         try:
             results = await _aretried(name, state, calls, list(await own), token, async_task)
         except Exception:
@@ -282,7 +373,9 @@ def phase_node(
         if isinstance(results, dict):
             await beside
             return results
-        return _finish(name, state, apply, (calls, extra), asked(results + _settled(await beside)), started)
+        return _finish(
+            name, state, apply, (calls, extra), asked(results + _settled(await beside)), started
+        )
 
     run.__name__ = arun.__name__ = name
     return RunnableLambda(run, afunc=arun, name=name)

@@ -29,35 +29,47 @@ NUMBER = re.compile(r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[-+
 
 @lru_cache(maxsize=32)
 def contribution_schema(max_output_tokens: int) -> type[Bounded]:
-    """A debater's reply and the position it takes, sized to the reply's output budget."""
+    """Return a debater's reply and the position it takes, sized to the reply's output budget."""
     return answer_schema(
-        "Contribution", "Your reply, and the position it takes.",
-        reply=text_field("Your whole reply, as you would write it.", chars_for(max_output_tokens, 0.4, floor=80)),
-        position=text_field("Your position in one line.", min(160, chars_for(max_output_tokens, 0.12, floor=24))),
-        reason=text_field("Why you hold it, in one sentence.", min(200, chars_for(max_output_tokens, 0.12, floor=24))),
+        "Contribution",
+        "Your reply, and the position it takes.",
+        reply=text_field(
+            "Your whole reply, as you would write it.", chars_for(max_output_tokens, 0.4, floor=80)
+        ),
+        position=text_field(
+            "Your position in one line.", min(160, chars_for(max_output_tokens, 0.12, floor=24))
+        ),
+        reason=text_field(
+            "Why you hold it, in one sentence.",
+            min(200, chars_for(max_output_tokens, 0.12, floor=24)),
+        ),
         confidence=percent_field("How sure you are of your position."),
-        answer=text_field("The short answer when the problem has one (a number, a choice, a word), else empty.",
-                          min(80, chars_for(max_output_tokens, 0.05, floor=12))),
+        answer=text_field(
+            "The short answer when the problem has one (a number, a choice, a word), else empty.",
+            min(80, chars_for(max_output_tokens, 0.05, floor=12)),
+        ),
     )
 
 
 def position_of(parsed: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The position a structured contribution states (None: the model gave none)."""
+    """Return the position a structured contribution states (None: the model gave none)."""
     if not parsed or "position" not in parsed:
         return None
     return {key: parsed.get(key) for key in POSITION_FIELDS}
 
 
 def key_of(position: dict[str, Any]) -> str:
-    """What two positions are compared by: the answer (a number by its exact value), else the one-line position."""
+    """Return what two positions are compared by: the answer (a number by its exact value), else the one-line position."""
     answer = " ".join(str(position.get("answer") or "").split()).casefold().rstrip(".")
     if answer:
         return f"answer:{number_key(answer)}" if NUMBER.fullmatch(answer) else f"answer:{answer}"
-    return "position:" + " ".join(str(position.get("position") or "").split()).casefold().rstrip(".")
+    return "position:" + " ".join(str(position.get("position") or "").split()).casefold().rstrip(
+        "."
+    )
 
 
 def number_key(text: str) -> str:
-    """A number's exact value as ``DIGITSeEXPONENT``, the same however it is spelled.
+    """Return a number's exact value as ``DIGITSeEXPONENT``, the same however it is spelled.
 
     Read digit by digit, never as a float: ``:g`` kept six digits, so 1234567
     and 1234568 were one answer. Trailing zeros move into the exponent, so
@@ -84,7 +96,7 @@ def latest(transcript: list[Turn], before: int | None = None) -> dict[str, Turn]
 
 
 def majority(positions: list[dict[str, Any]]) -> str | None:
-    """The key most positions share, when one is held by more than any other."""
+    """Return the key most positions share, when one is held by more than any other."""
     counts = Counter(key_of(p) for p in positions).most_common(2)
     if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
         return None
@@ -101,12 +113,19 @@ def with_changes(state: ConversationState, turns: list[Turn]) -> list[Turn]:
             continue
         others = [t["position"] for agent, t in before.items() if agent != turn["speaker"]]
         crowd = majority(others)  # type: ignore[arg-type]
-        answered = [t["id"] for t in transcript[old["seq"] + 1:]
-                    if t["kind"] == "critique" and t.get("target") == turn["speaker"]]
-        answered += [t["id"] for t in transcript[old["seq"] + 1:] if t["kind"] == "message"][-1:]
-        new["change"] = {"from": old["position"]["position"], "from_turn": old["id"],  # type: ignore[index]
-                         "after": answered, "toward_majority": crowd is not None and key_of(new) == crowd,
-                         "away_from_majority": crowd is not None and key_of(old["position"]) == crowd}  # type: ignore[arg-type]
+        answered = [
+            t["id"]
+            for t in transcript[old["seq"] + 1 :]
+            if t["kind"] == "critique" and t.get("target") == turn["speaker"]
+        ]
+        answered += [t["id"] for t in transcript[old["seq"] + 1 :] if t["kind"] == "message"][-1:]
+        new["change"] = {
+            "from": old["position"]["position"],
+            "from_turn": old["id"],  # type: ignore[index]
+            "after": answered,
+            "toward_majority": crowd is not None and key_of(new) == crowd,
+            "away_from_majority": crowd is not None and key_of(old["position"]) == crowd,
+        }  # type: ignore[arg-type]
     return turns
 
 
@@ -114,19 +133,31 @@ def converged(state: ConversationState, turns: list[Turn], round_no: int) -> dic
     """``{"round", "reason"}`` when the stop rule is convergence and every agent now holds the same position."""
     settings = state["settings"]
     rule = settings.get("stop_rule") or {"type": "fixed"}
-    if rule["type"] != "convergence" or round_no < rule.get("min_round", 2) or round_no >= settings["rounds"]:
+    if (
+        rule["type"] != "convergence"
+        or round_no < rule.get("min_round", 2)
+        or round_no >= settings["rounds"]
+    ):
         return None
     current = latest([*state.get("transcript", []), *turns])
     held = [current[a["id"]]["position"] for a in settings["agents"] if a["id"] in current]
     if len(held) < len(settings["agents"]) or len({key_of(p) for p in held}) != 1:  # type: ignore[arg-type]
         return None
-    return {"round": round_no, "reason": f"every agent holds the same position: {held[0]['position']}"}  # type: ignore[index]
+    return {
+        "round": round_no,
+        "reason": f"every agent holds the same position: {held[0]['position']}",
+    }  # type: ignore[index]
 
 
 def positions_event(state: ConversationState, turns: list[Turn], round_no: int) -> dict[str, Any]:
-    """The ``positions`` stream event of a round: every agent's current position."""
+    """Return the ``positions`` stream event of a round: every agent's current position."""
     current = latest([*state.get("transcript", []), *turns])
-    return {"event": "positions", "round": round_no,
-            "positions": {agent: {k: t["position"].get(k) for k in ("position", "confidence", "answer")}  # type: ignore[union-attr]
-                          for agent, t in current.items()},
-            "changes": [t["speaker"] for t in turns if (t.get("position") or {}).get("change")]}
+    return {
+        "event": "positions",
+        "round": round_no,
+        "positions": {
+            agent: {k: t["position"].get(k) for k in ("position", "confidence", "answer")}  # type: ignore[union-attr]
+            for agent, t in current.items()
+        },
+        "changes": [t["speaker"] for t in turns if (t.get("position") or {}).get("change")],
+    }

@@ -21,12 +21,24 @@ def plan(state: ConversationState) -> list[Call]:
     _, round_no = next_step(state)
     agents = unproposed(state)
     summaries = summaries_of(state, agents)
-    emit({"event": "phase_started", "phase": "propose", "round": round_no, "rounds": state["settings"]["rounds"]})
+    emit(
+        {
+            "event": "phase_started",
+            "phase": "propose",
+            "round": round_no,
+            "rounds": state["settings"]["rounds"],
+        }
+    )
     template = load_prompt("phases/propose")
     return [
-        agent_call(state, a, summaries.get(a["id"]), kind="proposal", round_no=round_no,
-                   task=render(template, role=a["role"],
-                               length=reply_length(a["max_output_tokens"])))
+        agent_call(
+            state,
+            a,
+            summaries.get(a["id"]),
+            kind="proposal",
+            round_no=round_no,
+            task=render(template, role=a["role"], length=reply_length(a["max_output_tokens"])),
+        )
         for a in agents
     ]
 
@@ -36,8 +48,12 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     _, round_no = next_step(state)
     turns = record_turns(state, calls, replies)
     emit(positions_event(state, turns, round_no))
-    return {"transcript": turns, "round": round_no, "phase": "propose",
-            "status": advance(state, "propose", round_no, turns)}
+    return {
+        "transcript": turns,
+        "round": round_no,
+        "phase": "propose",
+        "status": advance(state, "propose", round_no, turns),
+    }
 
 
 propose = phase_node("propose", plan, apply)

@@ -22,13 +22,22 @@ def plan(state: ConversationState) -> list[Call]:
     """One call per agent: the critiques of its current proposal are its newest history, the refinement its task."""
     _, round_no = next_step(state)
     agents = state["settings"]["agents"]
-    emit({"event": "phase_started", "phase": "refine", "round": round_no, "rounds": state["settings"]["rounds"]})
+    emit(
+        {
+            "event": "phase_started",
+            "phase": "refine",
+            "round": round_no,
+            "rounds": state["settings"]["rounds"],
+        }
+    )
     summaries = summaries_of(state, agents)
     return [refine_call(state, agent, summaries.get(agent["id"]), round_no) for agent in agents]
 
 
-def refine_call(state: ConversationState, agent: AgentProfile, summary: SummaryRecord | None, round_no: int) -> Call:
-    """The task names the agent's current proposal where its history shows it, and quotes it only where not.
+def refine_call(
+    state: ConversationState, agent: AgentProfile, summary: SummaryRecord | None, round_no: int
+) -> Call:
+    """Return the task names the agent's current proposal where its history shows it, and quotes it only where not.
 
     Kept in place, the proposal leaves the history a prefix of the next round's (a cache hit at the provider);
     quoted, it would have to come out of the middle of the history.
@@ -36,14 +45,30 @@ def refine_call(state: ConversationState, agent: AgentProfile, summary: SummaryR
     template, seq = load_prompt("phases/refine"), latest_position(state, agent["id"])
     length = reply_length(agent["max_output_tokens"])
     position = state["transcript"][seq] if seq is not None else None
-    where = f"your {position['kind']} of round {position['round']}, in your history above." if position else ""
-    call = agent_call(state, agent, summary, kind="refinement", round_no=round_no,
-                      task=render(template, proposal=where, length=length))
+    where = (
+        f"your {position['kind']} of round {position['round']}, in your history above."
+        if position
+        else ""
+    )
+    call = agent_call(
+        state,
+        agent,
+        summary,
+        kind="refinement",
+        round_no=round_no,
+        task=render(template, proposal=where, length=length),
+    )
     if position is not None and seq is not None and seq >= call.view["from_seq"]:
         return call
     quoted = f"\n\n{position['content']}" if position else "(no proposal yet)"
-    return agent_call(state, agent, summary, kind="refinement", round_no=round_no,
-                      task=render(template, proposal=quoted, length=length))
+    return agent_call(
+        state,
+        agent,
+        summary,
+        kind="refinement",
+        round_no=round_no,
+        task=render(template, proposal=quoted, length=length),
+    )
 
 
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
@@ -53,8 +78,12 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     emit(positions_event(state, turns, round_no))
     if round_no < state["settings"]["rounds"]:
         turns += briefing_for(state, round_no + 1, len(state["transcript"]) + len(turns))
-    update = {"transcript": turns, "round": round_no, "phase": "refine",
-              "status": advance(state, "refine", round_no, turns)}
+    update = {
+        "transcript": turns,
+        "round": round_no,
+        "phase": "refine",
+        "status": advance(state, "refine", round_no, turns),
+    }
     stop = converged(state, turns, round_no)
     if stop:
         emit({"event": "converged", **stop})

@@ -16,12 +16,22 @@ from debate_engine.nodes.assess import due as assessment_due
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.summarize import due
 
-Next = Literal["clarify", "summarize", "propose", "critique", "refine", "assess", "turn", "moderate", "synthesize",
-               "__end__"]
+Next = Literal[
+    "clarify",
+    "summarize",
+    "propose",
+    "critique",
+    "refine",
+    "assess",
+    "turn",
+    "moderate",
+    "synthesize",
+    "__end__",
+]
 
 
 def route(state: ConversationState) -> Next:
-    """The next node: a summary when one is due, else the next phase."""
+    """Return the next node: a summary when one is due, else the next phase."""
     step, _ = next_step(state)
     if step == "done":
         return "__end__"
@@ -37,11 +47,11 @@ def after_setup(state: ConversationState) -> Next:
 
 
 def after_refine(state: ConversationState) -> Next:
-    """The judge's check of the round when the stop rule asks for one, else the next phase."""
+    """Return the judge's check of the round when the stop rule asks for one, else the next phase."""
     return "assess" if assessment_due(state) else route(state)
 
 
 def after_summarize(state: ConversationState) -> Next:
-    """The step the summaries were made for."""
+    """Return the step the summaries were made for."""
     step, _ = next_step(state)
     return "__end__" if step == "done" else step

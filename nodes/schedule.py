@@ -13,7 +13,7 @@ TABLE_ID = "table"
 
 
 def next_step(state: ConversationState) -> tuple[Step, int]:
-    """The phase that runs next and its round.
+    """Return the phase that runs next and its round.
 
     Round 1 proposes; every round critiques (with two agents or more) and
     refines; a later round critiques the refinements of the round before.
@@ -42,7 +42,7 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
 
 
 def unproposed(state: ConversationState) -> list[AgentProfile]:
-    """The agents with no proposal or refinement yet: every agent before round 1, and those added at a fork.
+    """Return the agents with no proposal or refinement yet: every agent before round 1, and those added at a fork.
 
     Walks back only until every agent is found: after a round, its refinements.
     """
@@ -62,7 +62,7 @@ def step_key(step: Step, round_no: int) -> str:
 
 
 def _next_turn(state: ConversationState) -> tuple[Step, int]:
-    """The roundtable: turns until the last, each after the moderator's choice when it moderates."""
+    """Return the roundtable: turns until the last, each after the moderator's choice when it moderates."""
     params = state["settings"]["roundtable"]
     taken = state.get("turn_count", 0)
     if state["phase"] == "done":
@@ -83,9 +83,23 @@ def table_profile(settings: RunSettings) -> AgentProfile:
     """
     params = settings["roundtable"]
     every = params["summary_every"]
-    rhythm = {"threshold": 0, "tokenLimit": 0, "triggerTokenRatio": 2.0, "everyNTurns": 2 * every,
-              "minMessages": 1, "cooldownMessages": 0, "preserveRecent": every, "method": "rolling",
-              "maxLength": max(200, params["view"]["summary"] * 3)}
+    rhythm = {
+        "threshold": 0,
+        "tokenLimit": 0,
+        "triggerTokenRatio": 2.0,
+        "everyNTurns": 2 * every,
+        "minMessages": 1,
+        "cooldownMessages": 0,
+        "preserveRecent": every,
+        "method": "rolling",
+        "maxLength": max(200, params["view"]["summary"] * 3),
+    }
     judge = settings["judge"]
-    return AgentProfile(**{**judge, "id": TABLE_ID, "role": "table",  # type: ignore[typeddict-item]
-                           "summarization": {**judge["summarization"], **rhythm}})
+    return AgentProfile(
+        **{
+            **judge,
+            "id": TABLE_ID,
+            "role": "table",  # type: ignore[typeddict-item]
+            "summarization": {**judge["summarization"], **rhythm},
+        }
+    )

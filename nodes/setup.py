@@ -27,8 +27,15 @@ def setup(state: ConversationState, runtime: Runtime[Any]) -> dict[str, Any]:
     if not problem:
         raise ValueError("the problem is empty; pass {'problem': '...'}")
     settings = resolve(context_of(state.get("context"), runtime.context))
-    emit({"event": "debate_started", "agents": [a["id"] for a in settings["agents"]], "rounds": settings["rounds"],
-          "protocol": settings["protocol"], "people": sum(is_human(a) for a in settings["agents"])})
+    emit(
+        {
+            "event": "debate_started",
+            "agents": [a["id"] for a in settings["agents"]],
+            "rounds": settings["rounds"],
+            "protocol": settings["protocol"],
+            "people": sum(is_human(a) for a in settings["agents"]),
+        }
+    )
     opening = briefing_for({**state, "settings": settings}, 1, 0)  # type: ignore[typeddict-item]
     return {
         "problem": problem,

@@ -20,10 +20,13 @@ from debate_engine.calls.schemas import (
     text_field,
 )
 
-LISTS = {"key_decisions": "The main design decisions and why.",
-         "trade_offs": "What the solution gives up, and for what.",
-         "recommendations": "Concrete next steps.", "open_risks": "Risks that remain open.",
-         "cruxes": "The points the agents still dispute at the end."}
+LISTS = {
+    "key_decisions": "The main design decisions and why.",
+    "trade_offs": "What the solution gives up, and for what.",
+    "recommendations": "Concrete next steps.",
+    "open_risks": "Risks that remain open.",
+    "cruxes": "The points the agents still dispute at the end.",
+}
 
 
 class Judged(Bounded):
@@ -38,7 +41,7 @@ class Judged(Bounded):
 
 @lru_cache(maxsize=32)
 def judge_schema(max_output_tokens: int) -> type[Bounded]:
-    """The judge's solution, every field required and sized so the whole answer fits its budget.
+    """Return the judge's solution, every field required and sized so the whole answer fits its budget.
 
     ``answer`` is the judge's own short answer, bounded as a debater's is (``nodes/positions.py``):
     without it a judged debate could only be scored by the agents' plurality, like a vote.

@@ -13,7 +13,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from debate_engine.calls.schemas import tool_tokens
-from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, Tally, cached, dearest, empty_spend, judge_floor
+from debate_engine.calls.spend import (
+    FREE,
+    PROMPT_MARGIN,
+    Reserve,
+    Tally,
+    cached,
+    dearest,
+    empty_spend,
+    judge_floor,
+)
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.solution import judge_schema
@@ -27,12 +36,23 @@ def fits(state: ConversationState, wanted: Iterable[Reserve], keep_judge: bool =
     if cap["max_tokens"] is None and cap["max_cost"] is None:
         return True
     spent = state.get("spend") or empty_spend()
-    tokens, dollars = spent["total"]["input_tokens"] + spent["total"]["output_tokens"], spent["total"]["cost"]
+    tokens, dollars = (
+        spent["total"]["input_tokens"] + spent["total"]["output_tokens"],
+        spent["total"]["cost"],
+    )
     calls: list[Reserve] = list(wanted)
-    if keep_judge and settings.get("protocol") != "sample":  # the sample graph (single, vote) has no judge
+    if (
+        keep_judge and settings.get("protocol") != "sample"
+    ):  # the sample graph (single, vote) has no judge
         judge = settings["judge"]
         prompt, answer = judge_floor(judge["context_window"], judge["max_output_tokens"])
-        calls.append(((judge["model"], *judge.get("fallback_models", [])), prompt + judge_tools(judge), answer))
+        calls.append(
+            (
+                (judge["model"], *judge.get("fallback_models", [])),
+                prompt + judge_tools(judge),
+                answer,
+            )
+        )
     for specs, i, o in calls:
         tokens += i + o
         dollars += dearest(settings["prices"], specs, i, o)
@@ -49,9 +69,19 @@ def left_for_judge(state: ConversationState) -> int | None:
     spent = (state.get("spend") or empty_spend())["total"]
     limits = []
     if cap["max_tokens"] is not None:
-        limits.append(cap["max_tokens"] - spent["input_tokens"] - spent["output_tokens"] - judge["max_output_tokens"])
-    models = (judge["model"], *judge.get("fallback_models", []))  # any of them may answer: the dearest
-    price = max((settings["prices"].get(m, FREE) for m in models), key=lambda p: (p["input"], p["output"]))
+        limits.append(
+            cap["max_tokens"]
+            - spent["input_tokens"]
+            - spent["output_tokens"]
+            - judge["max_output_tokens"]
+        )
+    models = (
+        judge["model"],
+        *judge.get("fallback_models", []),
+    )  # any of them may answer: the dearest
+    price = max(
+        (settings["prices"].get(m, FREE) for m in models), key=lambda p: (p["input"], p["output"])
+    )
     if cap["max_cost"] is not None and price["input"] > 0:
         left = cap["max_cost"] - spent["cost"] - cost(price, 0, judge["max_output_tokens"])
         limits.append(int(left * 1_000_000 / price["input"]))
@@ -64,6 +94,10 @@ def judge_tools(judge: AgentProfile) -> int:
 
 
 def spend_figures(total: Tally) -> dict[str, Any]:
-    """The status record's spend: tokens, dollars as billed, cached prompt tokens and what the cache saved."""
-    return {"tokens": total["input_tokens"] + total["output_tokens"], "cost": round(total["cost"], 6),
-            "cached_tokens": cached(total), "saved": round(total.get("saved", 0.0), 6)}
+    """Return the status record's spend: tokens, dollars as billed, cached prompt tokens and what the cache saved."""
+    return {
+        "tokens": total["input_tokens"] + total["output_tokens"],
+        "cost": round(total["cost"], 6),
+        "cached_tokens": cached(total),
+        "saved": round(total.get("saved", 0.0), 6),
+    }

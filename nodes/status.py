@@ -22,11 +22,21 @@ def emit(event: dict[str, Any]) -> None:
 
 
 def new_status(problem: str, rounds: int) -> Status:
-    """The status of a debate that has just been set up."""
+    """Return the status of a debate that has just been set up."""
     now = time.time()
     head = (problem.strip().splitlines() or [""])[0]
-    return Status(problem=head[:120], phase="setup", round=0, rounds=rounds, turns=0, summaries=0, tokens=0,
-                  cost=0.0, started_at=now, updated_at=now)
+    return Status(
+        problem=head[:120],
+        phase="setup",
+        round=0,
+        rounds=rounds,
+        turns=0,
+        summaries=0,
+        tokens=0,
+        cost=0.0,
+        started_at=now,
+        updated_at=now,
+    )
 
 
 def advance(
@@ -36,12 +46,19 @@ def advance(
     turns: Sequence[Turn] = (),
     summaries: Sequence[SummaryRecord] = (),
 ) -> Status:
-    """The status after a step that wrote ``turns`` and ``summaries``."""
+    """Return the status after a step that wrote ``turns`` and ``summaries``."""
     old = state["status"]
     status = Status(
-        problem=old["problem"], phase=phase, round=round_no, rounds=old["rounds"],
-        turns=old["turns"] + len(turns), summaries=old["summaries"] + len(summaries),
-        tokens=old["tokens"], cost=old.get("cost", 0.0), started_at=old["started_at"], updated_at=time.time(),
+        problem=old["problem"],
+        phase=phase,
+        round=round_no,
+        rounds=old["rounds"],
+        turns=old["turns"] + len(turns),
+        summaries=old["summaries"] + len(summaries),
+        tokens=old["tokens"],
+        cost=old.get("cost", 0.0),
+        started_at=old["started_at"],
+        updated_at=time.time(),
     )
     if "cached_tokens" in old:
         status["cached_tokens"], status["saved"] = old["cached_tokens"], old.get("saved", 0.0)
@@ -49,7 +66,7 @@ def advance(
 
 
 def spent(record: Mapping[str, Any]) -> dict[str, int]:
-    """What one call (a reply, a turn or a summary) cost as the spend charges it.
+    """Return what one call (a reply, a turn or a summary) cost as the spend charges it.
 
     Every request that came back with the provider's usage is charged, thrown-away
     ones included; a request that returned nothing is not. The progress lines and
@@ -60,5 +77,8 @@ def spent(record: Mapping[str, Any]) -> dict[str, int]:
         used = [a["usage"] for a in attempts if a.get("usage")]
     else:  # a turn keeps its attempts only when it took more than one: its usage is its one request's
         used = [record["usage"]] if record.get("usage") else []
-    return {"requests": len(used), "input_tokens": sum(u["input_tokens"] for u in used),
-            "output_tokens": sum(u["output_tokens"] for u in used)}
+    return {
+        "requests": len(used),
+        "input_tokens": sum(u["input_tokens"] for u in used),
+        "output_tokens": sum(u["output_tokens"] for u in used),
+    }

@@ -8,6 +8,9 @@ perspectives are due, what a summary reads and how it is made are memory rules
 (``memory.planning``, ``memory.summarizer``); this module only plans and runs
 them. The judge's perspective is kept the same way, beside the debaters'
 phases, so the synthesis sees the whole debate through its summary.
+
+It is one module because a summary task is planned, sent and applied as one
+unit: the summarize node and the phases ahead of it share every function here.
 """
 
 from __future__ import annotations
@@ -52,7 +55,14 @@ from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.facets import FACET_CAPS
 from debate_engine.memory.perspective import opening_clarifications
 from debate_engine.memory.records import Usage
-from debate_engine.memory.summarizer import SUMMARY_MARGIN, chunks, fold_bound, fold_room, frame, room
+from debate_engine.memory.summary_prompt import (
+    SUMMARY_MARGIN,
+    chunks,
+    fold_bound,
+    fold_room,
+    frame,
+    room,
+)
 from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
@@ -73,7 +83,7 @@ class SummarizationAborted(SummaryFailure, RuntimeError):
 
 
 def speakers(settings: RunSettings, step: Step) -> list[AgentProfile]:
-    """The perspectives whose views a step shows: its speakers' (the judge's at the synthesis)."""
+    """Return the perspectives whose views a step shows: its speakers' (the judge's at the synthesis)."""
     if settings.get("protocol") == "roundtable":
         return [table_profile(settings)]
     if step == "synthesize":
@@ -82,10 +92,13 @@ def speakers(settings: RunSettings, step: Step) -> list[AgentProfile]:
 
 
 def decisions(
-    state: ConversationState, viewers: Sequence[AgentProfile], round_no: int, transcript: Sequence[Turn],
+    state: ConversationState,
+    viewers: Sequence[AgentProfile],
+    round_no: int,
+    transcript: Sequence[Turn],
     key: str | None = None,
 ) -> list[tuple[AgentProfile, Decision]]:
-    """The viewers whose trigger fires over ``transcript``, failures backing off.
+    """Return the viewers whose trigger fires over ``transcript``, failures backing off.
 
     Only the rule that keeps a view whole (its uncovered turns must fit) decides for a perspective already
     summarized ahead of step ``key``: its other triggers were weighed when that summary was planned.
@@ -98,9 +111,12 @@ def decisions(
         settings = SummarizationSettings.model_validate(profile["summarization"])
         summary = latest.get(profile["id"])
         if key is not None and summary is not None and f"({AHEAD}{key})" in summary["reason"]:
-            settings = settings.model_copy(update={"threshold": 0, "token_limit": 0, "trigger_ratio": 2.0,
-                                                   "every_n_turns": 0})
-        decision = should_summarize(transcript, profile["id"], summary, settings, budget_of(profile))
+            settings = settings.model_copy(
+                update={"threshold": 0, "token_limit": 0, "trigger_ratio": 2.0, "every_n_turns": 0}
+            )
+        decision = should_summarize(
+            transcript, profile["id"], summary, settings, budget_of(profile)
+        )
         if decision.fire:
             out.append((profile, decision))
     return out
@@ -123,7 +139,7 @@ def backing_off(log: list[SummaryRecord], agent_id: str, round_no: int) -> bool:
 
 
 def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[SummaryCall]:
-    """The summaries the step after this phase will want, to make beside its calls, in a fixed order.
+    """Return the summaries the step after this phase will want, to make beside its calls, in a fixed order.
 
     Each is decided on the transcript with the phase's turns projected (``projected_turn``), and made over
     the transcript as it is now: its coverage ends where the phase's turns begin. The summarize node still
@@ -141,29 +157,56 @@ def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[Su
     if step != "synthesize":
         viewers.append(settings["judge"])  # the judge reads everything until it synthesizes
     seen = [t["tokens"] for t in transcript[-RECENT_REPLIES:] if t["view"] is not None]
-    projected = [*transcript, *(projected_turn(len(transcript) + i, c, max(seen, default=None))
-                                for i, c in enumerate(calls))]
+    projected = [
+        *transcript,
+        *(
+            projected_turn(len(transcript) + i, c, max(seen, default=None))
+            for i, c in enumerate(calls)
+        ),
+    ]
     # A summary whose failure must stop the debate is left to the summarize node: no phase's turns lost to it.
-    viewers = [v for v in viewers if not SummarizationSettings.model_validate(v["summarization"]).abort_on_failure]
+    viewers = [
+        v
+        for v in viewers
+        if not SummarizationSettings.model_validate(v["summarization"]).abort_on_failure
+    ]
     note = f" ({AHEAD}{step_key(step, round_no)})"
-    made = jobs(state, [(p, dataclasses.replace(d, reason=d.reason + note))
-                        for p, d in decisions(state, viewers, round_no, projected)], round_no)
-    return [c for c in made if c.job.plan.turns or c.job.plan.fold]  # nothing to read yet: nothing to make
+    made = jobs(
+        state,
+        [
+            (p, dataclasses.replace(d, reason=d.reason + note))
+            for p, d in decisions(state, viewers, round_no, projected)
+        ],
+        round_no,
+    )
+    return [
+        c for c in made if c.job.plan.turns or c.job.plan.fold
+    ]  # nothing to read yet: nothing to make
 
 
 def may_stop_after(settings: Any, round_no: int) -> bool:
     """Whether the stop rule may end the debate after round ``round_no``: from its ``min_round``, before the last."""
     rule = settings.get("stop_rule") or {"type": "fixed"}
-    return rule["type"] in ("convergence", "quality") and rule.get("min_round", 1) <= round_no < settings["rounds"]
+    return (
+        rule["type"] in ("convergence", "quality")
+        and rule.get("min_round", 1) <= round_no < settings["rounds"]
+    )
 
 
 def projected_turn(seq: int, call: Call, longest: int | None) -> Turn:
-    """A call's turn as it is likely to come back: as long as the longest recent reply, else its whole budget.
+    """Return a call's turn as it is likely to come back: as long as the longest recent reply, else its whole budget.
 
     Guessing short costs a step (the summarize node makes what was missed), guessing long a needless summary.
     """
-    turn = new_turn(seq, kind=call.kind, round_no=call.round, speaker=call.agent["id"], role=call.agent["role"],
-                    content="", target=call.target)
+    turn = new_turn(
+        seq,
+        kind=call.kind,
+        round_no=call.round,
+        speaker=call.agent["id"],
+        role=call.agent["role"],
+        content="",
+        target=call.target,
+    )
     tokens = min(longest or call.agent["max_output_tokens"], call.agent["max_output_tokens"])
     return {**turn, "tokens": tokens, "content": "x" * int(tokens * CHARS_PER_TOKEN)}
 
@@ -178,7 +221,7 @@ class SummaryCall:
     """Most requests at once to the agent's provider in this run (``max_concurrency``)."""
 
     def reserve(self) -> list[Reserve]:
-        """The most this summary may spend: each chunk with the summary folded in, system and task at most."""
+        """Return the most this summary may spend: each chunk with the summary folded in, system and task at most."""
         job = self.job
         fixed = frame(job) + FRAME_OVERHEAD + SUMMARY_MARGIN
         first = job.plan.fold["tokens_after"] if job.plan.fold else 0  # a fold is read whole
@@ -193,34 +236,48 @@ class SummaryCall:
         else:
             prompts = [job.budget.total] * len(chunks(job.plan.turns, job.budget.recent // 2))
         reserves: list[Reserve] = [
-            (models, *worst_case(prompt + tools, self.agent["max_output_tokens"])) for prompt in prompts
+            (models, *worst_case(prompt + tools, self.agent["max_output_tokens"]))
+            for prompt in prompts
         ]
-        return reserves * (1 + job.retries) * (1 + job.retries)  # a cut answer asked again shorter, then in prose
+        return (
+            reserves * (1 + job.retries) * (1 + job.retries)
+        )  # a cut answer asked again shorter, then in prose
 
     def without_retries(self) -> SummaryCall:
-        """The same summary with no second attempt (when the spend cap has no room for one)."""
+        """Return the same summary with no second attempt (when the spend cap has no room for one)."""
         return dataclasses.replace(self, job=dataclasses.replace(self.job, retries=0))
 
     def charge(self, record: SummaryRecord) -> list[tuple[str, str, str, Usage]]:
-        """What it spent: every attempt, priced by the model that made it."""
+        """Return what it spent: every attempt, priced by the model that made it."""
         attempts = record.get("attempts")
         if attempts is None:  # a record checkpointed before attempts were recorded
-            usage = record["usage"] or Usage(input_tokens=record["tokens_before"],
-                                             output_tokens=record["tokens_after"], total_tokens=0)
+            usage = record["usage"] or Usage(
+                input_tokens=record["tokens_before"],
+                output_tokens=record["tokens_after"],
+                total_tokens=0,
+            )
             return [(self.agent["id"], "summarize", record["model"], usage)]
-        return [(self.agent["id"], "summarize", a["model"], a["usage"]) for a in attempts if a.get("usage")]
+        return [
+            (self.agent["id"], "summarize", a["model"], a["usage"])
+            for a in attempts
+            if a.get("usage")
+        ]
 
 
 def summary_instructions(profile: AgentProfile, length: int) -> str:
-    """The summarizer's instructions for a target length: the agent's own prompt file, else the built-in one."""
+    """Return the summarizer's instructions for a target length: the agent's own prompt file, else the built-in one."""
     if profile["summary_prompt"]:
         return profile["summary_prompt"]
-    who = {JUDGE_ID: "the judge (the whole debate)", TABLE_ID: "the roundtable's chair (every turn)"}.get(
-        profile["id"], f"the {profile['role']} agent {profile['id']}")
+    who = {
+        JUDGE_ID: "the judge (the whole debate)",
+        TABLE_ID: "the roundtable's chair (every turn)",
+    }.get(profile["id"], f"the {profile['role']} agent {profile['id']}")
     return render(load_prompt("phases/summarize"), who=who, max_length=length)
 
 
-def jobs(state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision]], round_no: int) -> list[SummaryCall]:
+def jobs(
+    state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision]], round_no: int
+) -> list[SummaryCall]:
     """One summary job per perspective in ``wanted``, over the transcript as it is, in the order given."""
     calls = []
     for profile, decision in wanted:
@@ -229,42 +286,70 @@ def jobs(state: ConversationState, wanted: Sequence[tuple[AgentProfile, Decision
         previous = summaries_of(state, [profile]).get(profile["id"])
         material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
         fold_note = " and fold the previous summary into the new one" if material.plan.fold else ""
-        calls.append(SummaryCall(agent=profile, limit=state["settings"]["max_concurrency"], job=SummaryJob(
-            agent_id=profile["id"], role=profile["role"], round=round_no, reason=decision.reason,
-            strategy=material.strategy, plan=material.plan, max_length=settings.max_length,
-            max_output_tokens=profile["max_output_tokens"], budget=budget, system=profile["system_prompt"],
-            instructions=partial(summary_instructions, profile),
-            instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
-            model_spec=profile["model"], problem=state.get("problem", ""),
-            pinned=tuple(opening_clarifications(state["transcript"])),
-        )))
+        calls.append(
+            SummaryCall(
+                agent=profile,
+                limit=state["settings"]["max_concurrency"],
+                job=SummaryJob(
+                    agent_id=profile["id"],
+                    role=profile["role"],
+                    round=round_no,
+                    reason=decision.reason,
+                    strategy=material.strategy,
+                    plan=material.plan,
+                    max_length=settings.max_length,
+                    max_output_tokens=profile["max_output_tokens"],
+                    budget=budget,
+                    system=profile["system_prompt"],
+                    instructions=partial(summary_instructions, profile),
+                    instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
+                    model_spec=profile["model"],
+                    problem=state.get("problem", ""),
+                    pinned=tuple(opening_clarifications(state["transcript"])),
+                ),
+            )
+        )
     return calls
 
 
 @lru_cache(maxsize=32)
 def summary_schema(max_output_tokens: int) -> type[Bounded]:
-    """A summary's structured form sized to its output budget: fewer, shorter facet lists when it is small."""
+    """Return a summary's structured form sized to its output budget: fewer, shorter facet lists when it is small."""
     count = {name: min(cap, max(1, max_output_tokens // 200)) for name, cap in FACET_CAPS.items()}
     item = min(160, max(24, int(max_output_tokens * 0.3 * CHARS_PER_TOKEN / sum(count.values()))))
     return answer_schema(
-        "StructuredSummary", StructuredSummary.__doc__ or "",
-        narrative=text_field(str(StructuredSummary.model_fields["narrative"].description),
-                             chars_for(max_output_tokens, 0.6)),
-        **{name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
-           for name, n in count.items()},
+        "StructuredSummary",
+        StructuredSummary.__doc__ or "",
+        narrative=text_field(
+            str(StructuredSummary.model_fields["narrative"].description),
+            chars_for(max_output_tokens, 0.6),
+        ),
+        **{
+            name: list_field(str(StructuredSummary.model_fields[name].description), n, item)
+            for name, n in count.items()
+        },
     )
 
 
 def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
-    """The road's request for one of a summary's prompts: the agent's models, cooler, its tokens off the stream."""
+    """Return the road's request for one of a summary's prompts: the agent's models, cooler, its tokens off the stream."""
     agent = call.agent
     return Request(
-        models=(agent["model"], *agent["fallback_models"]), system=prompt.system, user=prompt.user,
-        temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP), max_tokens=agent["max_output_tokens"],
-        timeout_s=agent["timeout_s"], schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
-        prose_fallback=False, retry_empty=prompt.retry, limit=call.limit, run=run_key(), who=agent["id"],
+        models=(agent["model"], *agent["fallback_models"]),
+        system=prompt.system,
+        user=prompt.user,
+        temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
+        max_tokens=agent["max_output_tokens"],
+        timeout_s=agent["timeout_s"],
+        schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
+        prose_fallback=False,
+        retry_empty=prompt.retry,
+        limit=call.limit,
+        run=run_key(),
+        who=agent["id"],
         max_requests=1 + int(prompt.retry),  # what its reserve counts per prompt
-        tags=("nostream", "summarizer"), metadata={"agent_id": agent["id"], "phase": "summarize"},
+        tags=("nostream", "summarizer"),
+        metadata={"agent_id": agent["id"], "phase": "summarize"},
     )
 
 
@@ -282,12 +367,12 @@ def summary_call(call: SummaryCall) -> SummaryRecord:
 
 @task(name="summary_call")  # type: ignore[arg-type]
 async def asummary_call(call: SummaryCall) -> SummaryRecord:
-    """The async twin of :func:`summary_call`: its requests share the run's slots on the event loop."""
+    """Return the async twin of :func:`summary_call`: its requests share the run's slots on the event loop."""
     return _redacted(await adrive(summarize(call.job, emit=emit), partial(summary_request, call)))
 
 
 def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEntry]]:
-    """The facet registry's new entries: every item each good summary recorded, keyed case-insensitively."""
+    """Return the facet registry's new entries: every item each good summary recorded, keyed case-insensitively."""
     out: dict[str, dict[str, FacetEntry]] = {}
     for record in records:
         if record["status"] != "ok":
@@ -295,19 +380,28 @@ def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEn
         for name, items in record["facets"].items():
             for item in items:  # type: ignore[attr-defined]
                 key = " ".join(str(item).split()).casefold()
-                entry = FacetEntry(text=str(item), first_seen=record["through"], last_seen=record["through"], count=1)
+                entry = FacetEntry(
+                    text=str(item),
+                    first_seen=record["through"],
+                    last_seen=record["through"],
+                    count=1,
+                )
                 out.setdefault(name, {})[key] = entry
     return out
 
 
 def applied(calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:
-    """The records and their facets as a state update; stop when one failed and its settings say to abort."""
+    """Return the records and their facets as a state update; stop when one failed and its settings say to abort."""
     for call, record in zip(calls, records, strict=True):
         if record["agent_id"] != call.agent["id"]:
-            raise RuntimeError(f"summary task result for {record['agent_id']} where {call.agent['id']} was "
-                               "planned; the node's plan is not deterministic")
+            raise RuntimeError(
+                f"summary task result for {record['agent_id']} where {call.agent['id']} was "
+                "planned; the node's plan is not deterministic"
+            )
         settings = SummarizationSettings.model_validate(call.agent["summarization"])
         if record["status"] == "failed" and settings.abort_on_failure:
-            raise SummarizationAborted(f"summarizing {record['agent_id']} failed ({record['error']}); "
-                                       "abortOnFailure is set")
+            raise SummarizationAborted(
+                f"summarizing {record['agent_id']} failed ({record['error']}); "
+                "abortOnFailure is set"
+            )
     return {"summary_log": records, "facets": registry_of(records)}

@@ -33,17 +33,28 @@ from debate_engine.nodes.summaries import (
     summary_schema,
 )
 
-__all__ = ["SummarizationAborted", "SummaryCall", "backing_off", "due", "registry_of", "summarize_node",
-           "summary_request", "summary_schema", "summary_instructions"]
+__all__ = [
+    "SummarizationAborted",
+    "SummaryCall",
+    "backing_off",
+    "due",
+    "registry_of",
+    "summarize_node",
+    "summary_request",
+    "summary_schema",
+    "summary_instructions",
+]
 
 
 def due(state: ConversationState) -> list[tuple[AgentProfile, Decision]]:
-    """The perspectives to summarize before the next step: its speakers'."""
+    """Return the perspectives to summarize before the next step: its speakers'."""
     step, round_no = next_step(state)
     key = step_key(step, round_no)
     if step == "done" or state.get("stopped") or state.get("summarized_for") == key:
         return []  # a debate stopped by its spend cap goes straight to a synthesis sized to what is left
-    return decisions(state, speakers(state["settings"], step), round_no, state.get("transcript", []), key)
+    return decisions(
+        state, speakers(state["settings"], step), round_no, state.get("transcript", []), key
+    )
 
 
 def plan(state: ConversationState) -> list[SummaryCall]:
@@ -52,11 +63,16 @@ def plan(state: ConversationState) -> list[SummaryCall]:
     return jobs(state, due(state), round_no)
 
 
-def apply(state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[str, Any]:
+def apply(
+    state: ConversationState, calls: Sequence[SummaryCall], records: list[SummaryRecord]
+) -> dict[str, Any]:
     """Append the records; stop when one failed and its settings say to abort."""
     step, round_no = next_step(state)
-    return {**applied(calls, records), "summarized_for": step_key(step, round_no),
-            "status": advance(state, "summarize", state["round"], summaries=records)}
+    return {
+        **applied(calls, records),
+        "summarized_for": step_key(step, round_no),
+        "status": advance(state, "summarize", state["round"], summaries=records),
+    }
 
 
 summarize_node = phase_node("summarize", plan, apply, tasks=(summary_call, asummary_call))

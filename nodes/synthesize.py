@@ -13,7 +13,13 @@ from debate_engine.nodes.solution import judge_schema
 from debate_engine.nodes.spend import left_for_judge
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.verdict import judge_note, merge_material, verdict
-from debate_engine.nodes.views import agent_call, capped_budget, reply_length, summaries_of, table_summary
+from debate_engine.nodes.views import (
+    agent_call,
+    capped_budget,
+    reply_length,
+    summaries_of,
+    table_summary,
+)
 from debate_engine.prompts import load_prompt, render
 
 
@@ -21,16 +27,39 @@ def plan(state: ConversationState) -> list[Call]:
     """One structured call to the judge."""
     settings = state["settings"]
     judge = settings["judge"]
-    emit({"event": "phase_started", "phase": "synthesize", "round": state["round"], "rounds": settings["rounds"]})
-    budget = capped_budget(judge, left_for_judge(state))  # under a spend cap: what is left, kept back for it
+    emit(
+        {
+            "event": "phase_started",
+            "phase": "synthesize",
+            "round": state["round"],
+            "rounds": settings["rounds"],
+        }
+    )
+    budget = capped_budget(
+        judge, left_for_judge(state)
+    )  # under a spend cap: what is left, kept back for it
     schema = judge_schema(judge["max_output_tokens"])
     if settings.get("synthesis") == "merge" or settings.get("judge_history") == "final_round":
         # the final refinements only: no debate in the judge's view
-        ask = render(load_prompt("phases/merge"), proposals=merge_material(state),
-                     positions=judge_note(state), length=reply_length(judge["max_output_tokens"]))
-        alone = {**state, "transcript": [], "summary_log": []}
-        return [agent_call(alone, judge, None, kind="synthesis", round_no=state["round"], task=ask,  # type: ignore[arg-type]
-                           schema=schema, budget=budget)]
+        ask = render(
+            load_prompt("phases/merge"),
+            proposals=merge_material(state),
+            positions=judge_note(state),
+            length=reply_length(judge["max_output_tokens"]),
+        )
+        alone: ConversationState = {**state, "transcript": [], "summary_log": []}
+        return [
+            agent_call(
+                alone,
+                judge,
+                None,
+                kind="synthesis",
+                round_no=state["round"],
+                task=ask,  # type: ignore[arg-type]
+                schema=schema,
+                budget=budget,
+            )
+        ]
     roundtable = settings.get("protocol") == "roundtable"
     summary = table_summary(state) if roundtable else summaries_of(state, [judge]).get(judge["id"])
     ask = render(
@@ -41,18 +70,32 @@ def plan(state: ConversationState) -> list[Call]:
         recorded=recorded_note(state) + judge_note(state),
         length=reply_length(judge["max_output_tokens"]),
     )
-    return [agent_call(state, judge, summary, kind="synthesis", round_no=state["round"], task=ask,
-                       schema=schema, budget=budget)]
+    return [
+        agent_call(
+            state,
+            judge,
+            summary,
+            kind="synthesis",
+            round_no=state["round"],
+            task=ask,
+            schema=schema,
+            budget=budget,
+        )
+    ]
 
 
 def recorded_note(state: ConversationState) -> str:
-    """What every summary recorded, most referenced first: decisions that fell out of capped summaries stay seen."""
+    """Return what every summary recorded, most referenced first: decisions that fell out of capped summaries stay seen."""
     digest = render_digest(state.get("facets") or {})
-    return f"\nRecorded across the debate's summaries, most referenced first:\n{digest}\n" if digest else ""
+    return (
+        f"\nRecorded across the debate's summaries, most referenced first:\n{digest}\n"
+        if digest
+        else ""
+    )
 
 
 def to_solution(reply: Reply) -> Solution:
-    """The judge's reply as a solution; plain text when it gave no structure.
+    """Return the judge's reply as a solution; plain text when it gave no structure.
 
     Its short answer goes to the verdict, beside the agents' (``judge_answer``), not here.
     """
@@ -78,17 +121,26 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     solution["verdict"] = verdict(state, replies[0]["parsed"])
     reply = Reply(**{**replies[0], "content": render_solution(solution)})  # type: ignore[typeddict-item]
     turns = record_turns(state, calls, [reply])
-    return {"solution": solution, "transcript": turns, "phase": "done",
-            "status": advance(state, "done", state["round"], turns)}
+    return {
+        "solution": solution,
+        "transcript": turns,
+        "phase": "done",
+        "status": advance(state, "done", state["round"], turns),
+    }
 
 
 def render_solution(solution: Solution) -> str:
-    """The solution as Markdown text, for the transcript and the terminal."""
+    """Return the solution as Markdown text, for the transcript and the terminal."""
     parts = [solution["description"]]
     if answer := (solution.get("verdict") or {}).get("judge_answer"):
         parts.append(f"Answer: {answer}")
-    for title, key in (("Key decisions", "key_decisions"), ("Trade-offs", "trade_offs"),
-                       ("Recommendations", "recommendations"), ("Open risks", "open_risks"), ("Cruxes", "cruxes")):
+    for title, key in (
+        ("Key decisions", "key_decisions"),
+        ("Trade-offs", "trade_offs"),
+        ("Recommendations", "recommendations"),
+        ("Open risks", "open_risks"),
+        ("Cruxes", "cruxes"),
+    ):
         items: list[str] = solution.get(key) or []  # type: ignore[assignment]
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {i}" for i in items))

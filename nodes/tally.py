@@ -23,7 +23,17 @@ def tally_votes(state: ConversationState) -> dict[str, Any]:
     position = outcome["position"] or "no agent stated a position"
     solution = Solution(
         description=f"{position} (held by {held} of {len(state['settings']['agents'])} agents)",
-        key_decisions=[], trade_offs=[], recommendations=[], open_risks=[], confidence=0,
-        confidence_reasons="", structured=False, verdict=outcome,
+        key_decisions=[],
+        trade_offs=[],
+        recommendations=[],
+        open_risks=[],
+        confidence=0,
+        confidence_reasons="",
+        structured=False,
+        verdict=outcome,
     )
-    return {"solution": solution, "phase": "done", "status": advance(state, "done", state.get("round", 1))}
+    return {
+        "solution": solution,
+        "phase": "done",
+        "status": advance(state, "done", state.get("round", 1)),
+    }

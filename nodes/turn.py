@@ -31,9 +31,13 @@ def plan(state: ConversationState) -> list[Call]:
     settings = state["settings"]
     speaker = speaker_of(state, turn_no)
     profile = next(a for a in settings["agents"] if a["id"] == speaker)
-    task = render(load_prompt("phases/turn"), turn=turn_no,
-                  length=reply_length(profile["max_output_tokens"]),
-                  max_turns=settings["roundtable"]["max_turns"], role=profile["role"])
+    task = render(
+        load_prompt("phases/turn"),
+        turn=turn_no,
+        length=reply_length(profile["max_output_tokens"]),
+        max_turns=settings["roundtable"]["max_turns"],
+        role=profile["role"],
+    )
     summary = table_summary(state)
     return [agent_call(state, profile, summary, kind="message", round_no=turn_no, task=task)]
 
@@ -45,8 +49,14 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     emit(positions_event(state, turns, turn_no))
     if turn_no < state["settings"]["roundtable"]["max_turns"]:
         turns += briefing_for(state, turn_no + 1, len(state["transcript"]) + len(turns))
-    return {"transcript": turns, "turn_count": turn_no, "round": turn_no, "phase": "turn",
-            "current_speaker": None, "status": advance(state, "turn", turn_no, turns)}
+    return {
+        "transcript": turns,
+        "turn_count": turn_no,
+        "round": turn_no,
+        "phase": "turn",
+        "current_speaker": None,
+        "status": advance(state, "turn", turn_no, turns),
+    }
 
 
 turn = phase_node("turn", plan, apply)

@@ -26,7 +26,7 @@ def final_positions(state: ConversationState) -> dict[str, Turn]:
 
 
 def tally(state: ConversationState) -> list[dict[str, Any]]:
-    """The positions held at the end, most held first.
+    """Return the positions held at the end, most held first.
 
     Ties go by summed confidence, then by a draw seeded by the run.
     """
@@ -54,7 +54,7 @@ def tally(state: ConversationState) -> list[dict[str, Any]]:
 
 
 def run_seed(state: ConversationState, finals: dict[str, Turn]) -> str:
-    """What seeds a run's tie-break: its problem and who holds what at the end.
+    """Return what seeds a run's tie-break: its problem and who holds what at the end.
 
     Not the agents' order, which would hand every tie to the first agent (the first voter of a
     vote), nor the clock: the same run always settles the same way, so a resumed run or a re-read
@@ -66,34 +66,41 @@ def run_seed(state: ConversationState, finals: dict[str, Turn]) -> str:
 
 
 def draw(seed: str, key: str) -> str:
-    """A position's place in a tie: a hash of the run's seed and the position, uniform over ties."""
+    """Return a position's place in a tie: a hash of the run's seed and the position, uniform over ties."""
     return hashlib.sha256(f"{seed}|{key}".encode()).hexdigest()
 
 
 def judge_note(state: ConversationState) -> str:
-    """What the judge is told of the positions: all of them, and the winner when the agents vote."""
+    """Return what the judge is told of the positions: all of them, and the winner when the agents vote."""
     votes = tally(state)
     if not votes:
         return ""
-    lines = [f"- {', '.join(v['agents'])}: {v['position']}" + (f" (answer: {v['answer']})" if v["answer"] else "")
-             for v in votes]
+    lines = [
+        f"- {', '.join(v['agents'])}: {v['position']}"
+        + (f" (answer: {v['answer']})" if v["answer"] else "")
+        for v in votes
+    ]
     note = "\nThe agents' final positions:\n" + "\n".join(lines) + "\n"
     if state["settings"].get("synthesis") == "voting":
         win = votes[0]
-        note += (f"\nThe agents voted: the winning position, held by {len(win['agents'])} of "
-                 f"{sum(len(v['agents']) for v in votes)}, is: {win['position']}. Write the solution for that "
-                 "position; name what the others still dispute among the cruxes.\n")
+        note += (
+            f"\nThe agents voted: the winning position, held by {len(win['agents'])} of "
+            f"{sum(len(v['agents']) for v in votes)}, is: {win['position']}. Write the solution for that "
+            "position; name what the others still dispute among the cruxes.\n"
+        )
     return note
 
 
 def merge_material(state: ConversationState) -> str:
-    """The agents' final refinements (or proposals), verbatim: all the judge sees when it merges."""
-    return "\n\n".join(f"{agent} ({turn['role']}), final proposal:\n{turn['content']}"
-                       for agent, turn in final_positions(state).items())
+    """Return the agents' final refinements (or proposals), verbatim: all the judge sees when it merges."""
+    return "\n\n".join(
+        f"{agent} ({turn['role']}), final proposal:\n{turn['content']}"
+        for agent, turn in final_positions(state).items()
+    )
 
 
 def verdict(state: ConversationState, judged: dict[str, Any] | None) -> dict[str, Any]:
-    """The outcome as a user weighs it: position, agreement, dissent, cruxes, a sourced confidence.
+    """Return the outcome as a user weighs it: position, agreement, dissent, cruxes, a sourced confidence.
 
     ``answer`` is the agents' plurality; ``judge_answer`` the judge's own short answer (None when it
     stated none, or when no judge was asked).

@@ -31,25 +31,33 @@ assessments put it in their own task)."""
 
 
 def budget_of(profile: AgentProfile) -> Budget:
-    """The token budget of one agent's calls, from the settings fixed at setup (the roundtable's own split)."""
+    """Return the token budget of one agent's calls, from the settings fixed at setup (the roundtable's own split)."""
     split = profile.get("view_split")
     if split:
-        return make_budget(profile["context_window"], profile["max_output_tokens"],
-                           BudgetSplit(split["system"], split["summary"], split["recent"]))
+        return make_budget(
+            profile["context_window"],
+            profile["max_output_tokens"],
+            BudgetSplit(split["system"], split["summary"], split["recent"]),
+        )
     return make_budget(profile["context_window"], profile["max_output_tokens"])
 
 
 def capped_budget(profile: AgentProfile, prompt_tokens: int | None) -> Budget:
-    """The agent's budget, shrunk to ``prompt_tokens`` when a spend cap leaves less (never below the minimum)."""
+    """Return the agent's budget, shrunk to ``prompt_tokens`` when a spend cap leaves less (never below the minimum)."""
     budget = budget_of(profile)
     if prompt_tokens is None or prompt_tokens >= budget.total:
         return budget
-    return make_budget(max(prompt_tokens, MIN_TOTAL) + profile["max_output_tokens"], profile["max_output_tokens"],
-                       BudgetSplit(**profile["view_split"]) if profile.get("view_split") else BudgetSplit())
+    return make_budget(
+        max(prompt_tokens, MIN_TOTAL) + profile["max_output_tokens"],
+        profile["max_output_tokens"],
+        BudgetSplit(**profile["view_split"]) if profile.get("view_split") else BudgetSplit(),
+    )
 
 
-def summaries_of(state: ConversationState, profiles: Sequence[AgentProfile]) -> dict[str, SummaryRecord]:
-    """The newest summary of each of ``profiles``."""
+def summaries_of(
+    state: ConversationState, profiles: Sequence[AgentProfile]
+) -> dict[str, SummaryRecord]:
+    """Return the newest summary of each of ``profiles``."""
     return latest_summaries(state.get("summary_log", []), [p["id"] for p in profiles])
 
 
@@ -64,7 +72,7 @@ def reply_words(max_output_tokens: int) -> int:
 
 
 def reply_length(max_output_tokens: int) -> str:
-    """The length every phase prompt states: words, and short sentences (which small models keep to better)."""
+    """Return the length every phase prompt states: words, and short sentences (which small models keep to better)."""
     words = reply_words(max_output_tokens)
     return f"Reply in at most {max(2, min(40, words // 30))} short sentences (under {words} words)."
 
@@ -91,25 +99,36 @@ def agent_call(
     if schema is None and kind in POSITION_KINDS:
         schema = contribution_schema(profile["max_output_tokens"])
     view = working_view(
-        state.get("transcript", []), profile["id"], summary, system_prompt=profile["system_prompt"],
-        task=task, budget=budget or budget_of(profile),
+        state.get("transcript", []),
+        profile["id"],
+        summary,
+        system_prompt=profile["system_prompt"],
+        task=task,
+        budget=budget or budget_of(profile),
         problem=state.get("problem", "") if kind in FRAMED_KINDS else "",
     )
     return Call(
-        agent=profile, kind=kind, round=round_no, target=target, system=view.system, user=view.user,
-        view=view.record, limit=state["settings"]["max_concurrency"], schema=schema,
+        agent=profile,
+        kind=kind,
+        round=round_no,
+        target=target,
+        system=view.system,
+        user=view.user,
+        view=view.record,
+        limit=state["settings"]["max_concurrency"],
+        schema=schema,
         unseen=None if view.complete else (covered_until(summary), view.record["from_seq"]),
         problem=state.get("problem", ""),
     )
 
 
 def table_summary(state: ConversationState) -> SummaryRecord | None:
-    """The roundtable's shared summary: every speaker (and the judge) is shown it."""
+    """Return the roundtable's shared summary: every speaker (and the judge) is shown it."""
     return latest_summaries(state.get("summary_log", []), [TABLE_ID]).get(TABLE_ID)
 
 
 def latest_position(state: ConversationState, agent_id: str) -> int | None:
-    """The ``seq`` of the agent's newest proposal or refinement, walking back only to it."""
+    """Return the ``seq`` of the agent's newest proposal or refinement, walking back only to it."""
     transcript = state.get("transcript", [])
     for i in range(len(transcript) - 1, -1, -1):
         turn = transcript[i]

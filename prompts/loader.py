@@ -26,7 +26,7 @@ class PromptError(KeyError):
 
 
 def role_names() -> list[str]:
-    """The built-in roles, the judge excluded."""
+    """Return the built-in roles, the judge excluded."""
     return sorted(p.stem for p in (HERE / "roles").glob("*.md") if p.stem != "judge")
 
 
@@ -59,7 +59,9 @@ def read_prompt_file(path: str | None, what: str) -> str | None:
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8").strip()
     except (OSError, RuntimeError, ValueError) as exc:  # missing, ~nobody, NUL byte, not UTF-8
-        reason = getattr(exc, "strerror", None) or ("not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc)
+        reason = getattr(exc, "strerror", None) or (
+            "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else exc
+        )
         log.warning("cannot read %s %s (%s); using the built-in prompt", what, path, reason)
         return None
     if not text:

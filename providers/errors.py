@@ -14,18 +14,25 @@ class ProviderError(ProviderFailure, RuntimeError):
 
 
 def is_provider_error(exc: BaseException) -> bool:
-    """True for network, timeout, rate-limit and HTTP status failures of the model client."""
+    """Return True for network, timeout, rate-limit and HTTP status failures of the model client."""
     return isinstance(exc, _transport_errors())
 
 
 @lru_cache(maxsize=1)
 def _transport_errors() -> tuple[type[BaseException], ...]:
-    """The error types a failing provider raises: the OpenAI SDK's, its HTTP library's, and the OS's."""
-    found: list[type[BaseException]] = [ProviderError, ConnectionError, TimeoutError, json.JSONDecodeError]
+    """Return the error types a failing provider raises: the OpenAI SDK's, its HTTP library's, and the OS's."""
+    found: list[type[BaseException]] = [
+        ProviderError,
+        ConnectionError,
+        TimeoutError,
+        json.JSONDecodeError,
+    ]
     try:
         import openai
 
-        found.append(openai.OpenAIError)  # status errors (429, 5xx, 4xx), connection errors and timeouts
+        found.append(
+            openai.OpenAIError
+        )  # status errors (429, 5xx, 4xx), connection errors and timeouts
     except ImportError:
         pass
     try:

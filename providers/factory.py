@@ -30,7 +30,7 @@ _loop_numbers = itertools.count(1)
 
 
 def loop_token(loop: asyncio.AbstractEventLoop | None = None) -> int:
-    """A number for ``loop`` (default: the running one, 0 outside any) that no later loop gets.
+    """Return a number for ``loop`` (default: the running one, 0 outside any) that no later loop gets.
 
     ``id(loop)`` is not enough: a loop created after another is closed may reuse its
     address, and would then be handed clients bound to the dead loop.
@@ -87,34 +87,54 @@ def parse_spec(spec: str) -> ModelSpec:
     if not rest:
         raise ModelConfigError(f"model {spec!r} names no model; write {provider}:<model name>")
     if provider == "local" and rest != "smollm2":
-        raise ModelConfigError(f"local model {rest!r} is not embedded; the embedded model is local:smollm2")
+        raise ModelConfigError(
+            f"local model {rest!r} is not embedded; the embedded model is local:smollm2"
+        )
     return ModelSpec(provider, rest)
 
 
-FAKE_PARAMS = ("words", "latency_ms", "summary_latency_ms", "structured", "fail", "solve", "conform", "grammar")
-FAKE_USAGE = ("use words=N, latency_ms=N, summary_latency_ms=N, structured=false, grammar=false, "
-              "fail=transport|invalid|summaries, "
-              "solve=P or conform=C (P and C between 0 and 1)")
+FAKE_PARAMS = (
+    "words",
+    "latency_ms",
+    "summary_latency_ms",
+    "structured",
+    "fail",
+    "solve",
+    "conform",
+    "grammar",
+)
+FAKE_USAGE = (
+    "use words=N, latency_ms=N, summary_latency_ms=N, structured=false, grammar=false, "
+    "fail=transport|invalid|summaries, "
+    "solve=P or conform=C (P and C between 0 and 1)"
+)
 
 
 def _fake_params(rest: str) -> dict[str, str]:
-    """The fake model's ``key=value`` parameters, each checked: an unknown or bad one is named with the valid ones."""
+    """Return the fake model's ``key=value`` parameters, each checked: an unknown or bad one is named with the valid ones."""
     params = {}
     for item in filter(None, rest.split(",")):
         key, eq, value = item.partition("=")
         if not eq or key not in FAKE_PARAMS:
             raise ModelConfigError(f"fake model parameter {item!r} is not valid; {FAKE_USAGE}")
         low = 1 if key == "words" else 0
-        if key in ("words", "latency_ms", "summary_latency_ms") and not (value.isascii() and value.isdecimal()
-                                                                         and low <= int(value) <= 1_000_000):
-            raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a whole number >= {low}")
+        if key in ("words", "latency_ms", "summary_latency_ms") and not (
+            value.isascii() and value.isdecimal() and low <= int(value) <= 1_000_000
+        ):
+            raise ModelConfigError(
+                f"fake model parameter {item!r}: {key} must be a whole number >= {low}"
+            )
         if key in ("structured", "grammar") and value.lower() not in ("true", "false"):
             raise ModelConfigError(f"fake model parameter {item!r}: {key} must be true or false")
         if key in ("solve", "conform") and not _probability(value):
-            raise ModelConfigError(f"fake model parameter {item!r}: {key} must be a probability between 0 and 1")
+            raise ModelConfigError(
+                f"fake model parameter {item!r}: {key} must be a probability between 0 and 1"
+            )
         params[key] = value
     if "conform" in params and "solve" not in params:
-        raise ModelConfigError("fake model parameter conform needs solve=P too: only the population conforms")
+        raise ModelConfigError(
+            "fake model parameter conform needs solve=P too: only the population conforms"
+        )
     return params
 
 
@@ -135,7 +155,12 @@ def spec_from_config(model: str | None, provider: str | None) -> str | None:
 
 
 def chat_model(
-    spec: str, *, temperature: float = 0.5, max_tokens: int = 1024, timeout_s: float = 120, loop: int | None = None
+    spec: str,
+    *,
+    temperature: float = 0.5,
+    max_tokens: int = 1024,
+    timeout_s: float = 120,
+    loop: int | None = None,
 ) -> BaseChatModel:
     """Return the chat model for ``spec``, built once per distinct setting, endpoint and event loop.
 
@@ -147,14 +172,21 @@ def chat_model(
         loop = loop_token()
     key = str(parse_spec(spec)) if not spec.startswith("fake") else spec
     endpoint = "|".join(os.environ.get(v, "") for v in ("OPENAI_BASE_URL", "OPENROUTER_BASE_URL"))
-    credential = hashlib.sha256("|".join(os.environ.get(v, "") for v in SECRET_ENV).encode()).hexdigest()
+    credential = hashlib.sha256(
+        "|".join(os.environ.get(v, "") for v in SECRET_ENV).encode()
+    ).hexdigest()
     return _build(key, temperature, max_tokens, timeout_s, loop, endpoint, credential)
-
 
 
 @lru_cache(maxsize=64)
 def _build(
-    spec: str, temperature: float, max_tokens: int, timeout_s: float, loop: int, endpoint: str, credential: str
+    spec: str,
+    temperature: float,
+    max_tokens: int,
+    timeout_s: float,
+    loop: int,
+    endpoint: str,
+    credential: str,
 ) -> BaseChatModel:
     parsed = parse_spec(spec)
     if parsed.provider == "fake":
@@ -190,17 +222,23 @@ def _build(
         # llama.cpp's server ignores `max_completion_tokens`, which ChatOpenAI sends: without
         # `max_tokens` in the body a small model can generate until the window is full.
         limit = common.pop("max_tokens")
-        return ChatOpenAI(**common, base_url=server.base_url, api_key="embedded", extra_body={"max_tokens": limit})
+        return ChatOpenAI(
+            **common, base_url=server.base_url, api_key="embedded", extra_body={"max_tokens": limit}
+        )
     if parsed.provider == "openrouter":
         key = _require_key("OPENROUTER_API_KEY", "openrouter")
-        return ChatOpenAI(**common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key)
+        return ChatOpenAI(
+            **common, base_url=os.environ.get("OPENROUTER_BASE_URL", OPENROUTER_URL), api_key=key
+        )
     key = _require_key("OPENAI_API_KEY", "openai", optional=bool(os.environ.get("OPENAI_BASE_URL")))
-    return ChatOpenAI(**common, api_key=key or "none", base_url=os.environ.get("OPENAI_BASE_URL") or None)
+    return ChatOpenAI(
+        **common, api_key=key or "none", base_url=os.environ.get("OPENAI_BASE_URL") or None
+    )
 
 
 @lru_cache(maxsize=1)
 def _tls_context() -> Any:
-    """The TLS context every client shares, made by the HTTP library the openai SDK uses (httpx or httpx2)."""
+    """Return the TLS context every client shares, made by the HTTP library the openai SDK uses (httpx or httpx2)."""
     import importlib
 
     from openai import DefaultHttpxClient
@@ -245,7 +283,7 @@ def _require_key(env: str, provider: str, optional: bool = False) -> str | None:
 
 @lru_cache(maxsize=64)
 def context_window(spec: str, configured: int | None = None) -> int:
-    """The window budgets use: configured, else what LangChain knows of the model, else a default."""
+    """Return the window budgets use: configured, else what LangChain knows of the model, else a default."""
     if configured:
         return configured
     parsed = parse_spec(spec)
@@ -258,15 +296,22 @@ def context_window(spec: str, configured: int | None = None) -> int:
 
         name = parsed.name.split("/")[-1]
         # The shared HTTP clients: a model's own would load the TLS certificates twice (about 50 ms) for nothing.
-        profile = ChatOpenAI(model=name, api_key="profile-only", http_client=_sync_http_client(),
-                             http_async_client=_async_http_client(0)).profile or {}
+        profile = (
+            ChatOpenAI(
+                model=name,
+                api_key="profile-only",
+                http_client=_sync_http_client(),
+                http_async_client=_async_http_client(0),
+            ).profile
+            or {}
+        )
         if profile.get("max_input_tokens"):
             return int(profile["max_input_tokens"])
     return DEFAULT_CONTEXT_WINDOW
 
 
 def provider_of(spec: str) -> str:
-    """The provider part of a spec."""
+    """Return the provider part of a spec."""
     return parse_spec(spec).provider
 
 

@@ -36,17 +36,52 @@ from debate_engine.memory.budget import PROBLEM_HEADER
 from debate_engine.memory.tokens import count_tokens
 
 VOCABULARY = [
-    "cache", "queue", "shard", "replica", "token", "bucket", "window", "quota", "latency", "throughput", "retry",
-    "backoff", "idempotent", "schema", "index", "partition", "lease", "lock", "timeout", "budget", "metric",
-    "alert", "rollout", "canary", "fallback", "circuit", "breaker", "gateway", "service", "store", "log", "audit",
-    "policy", "key", "rotation", "limit", "burst",
+    "cache",
+    "queue",
+    "shard",
+    "replica",
+    "token",
+    "bucket",
+    "window",
+    "quota",
+    "latency",
+    "throughput",
+    "retry",
+    "backoff",
+    "idempotent",
+    "schema",
+    "index",
+    "partition",
+    "lease",
+    "lock",
+    "timeout",
+    "budget",
+    "metric",
+    "alert",
+    "rollout",
+    "canary",
+    "fallback",
+    "circuit",
+    "breaker",
+    "gateway",
+    "service",
+    "store",
+    "log",
+    "audit",
+    "policy",
+    "key",
+    "rotation",
+    "limit",
+    "burst",
 ]
 EXPRESSION = re.compile(r"(?<![\w.])\d+(?:\s*[-+*]\s*\d+)+(?![\w.])")
 """An integer expression of ``+``, ``-`` and ``*`` in a problem: what the population solves."""
 STATED = re.compile(r"My answer is (-?\d+)\.")
 HEADING = re.compile(r"^#{2,3} (.*)$", re.MULTILINE)
 TASK_HEADING = "## Your task"
-IDENTIFIER = re.compile(r"\b(?:[A-Za-z_][\w-]*\.(?:py|ts|go|json|md|yaml|sql)|[A-Za-z]+_[\w]+|\d{2,}(?:\.\d+)*)\b")
+IDENTIFIER = re.compile(
+    r"\b(?:[A-Za-z_][\w-]*\.(?:py|ts|go|json|md|yaml|sql)|[A-Za-z]+_[\w]+|\d{2,}(?:\.\d+)*)\b"
+)
 
 
 class FakeChatModel(BaseChatModel):
@@ -73,7 +108,9 @@ class FakeChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "fake-debate"
 
-    def _reply(self, messages: list[BaseMessage], run_manager: Any = None, answering: bool = False) -> AIMessage:
+    def _reply(
+        self, messages: list[BaseMessage], run_manager: Any = None, answering: bool = False
+    ) -> AIMessage:
         self.calls += 1
         if self.fail == "transport":
             raise ConnectionError("fake transport failure")
@@ -83,16 +120,26 @@ class FakeChatModel(BaseChatModel):
         if expression:
             run, me = _identity(messages, run_manager)
             seed = f"{run}|{me}|{' '.join(expression[0].split())}"
-            text = f"My answer is {self._answer(prompt, seed, me, expression[0], answering)}. {text}"
+            text = (
+                f"My answer is {self._answer(prompt, seed, me, expression[0], answering)}. {text}"
+            )
         n_in, n_out = count_tokens(prompt), count_tokens(text)
         return AIMessage(
             content=text,
-            usage_metadata={"input_tokens": n_in, "output_tokens": n_out, "total_tokens": n_in + n_out},
+            usage_metadata={
+                "input_tokens": n_in,
+                "output_tokens": n_out,
+                "total_tokens": n_in + n_out,
+            },
             response_metadata={"model_name": "fake"},
         )
 
     def _latency(self, run_manager: Any) -> float:
-        slow = self.summary_latency_ms if self.summary_latency_ms and _summarizing(run_manager) else self.latency_ms
+        slow = (
+            self.summary_latency_ms
+            if self.summary_latency_ms and _summarizing(run_manager)
+            else self.latency_ms
+        )
         return slow / 1000
 
     def _fail_summaries(self, run_manager: Any) -> None:
@@ -127,13 +174,18 @@ class FakeChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _answer(self, prompt: str, seed: str, me: str, expression: str, answering: bool) -> int:
-        """The population's answer: its own draw, its last stated one, or (on a position turn) the crowd's."""
+        """Return the population's answer: its own draw, its last stated one, or (on a position turn) the crowd's."""
         right = evaluate(expression)
         own, others = stated_answers(prompt, me)
         if own is None:
             own = right if _seed(seed + "|solve").random() < float(self.solve or 0) else right + 1
         crowd = Counter(others).most_common(2)
-        held = answering and crowd and (len(crowd) == 1 or crowd[0][1] > crowd[1][1]) and crowd[0][0] != own
+        held = (
+            answering
+            and crowd
+            and (len(crowd) == 1 or crowd[0][1] > crowd[1][1])
+            and crowd[0][0] != own
+        )
         if held and _seed(f"{seed}|conform|{prompt}").random() < self.conform:
             return crowd[0][0]
         return own
@@ -217,15 +269,19 @@ def _instance(schema: type[BaseModel], prompt: str, text: str, grammar: bool = T
         elif annotation is bool:
             values[name] = True
     stated = STATED.match(text)
-    if stated and "answer" in values:  # the population's position: the number it states, as the answer field
+    if (
+        stated and "answer" in values
+    ):  # the population's position: the number it states, as the answer field
         values["answer"], values["position"] = stated[1], f"The answer is {stated[1]}."
     if grammar:
-        values = {name: _within(schema.model_fields.get(name), value) for name, value in values.items()}
+        values = {
+            name: _within(schema.model_fields.get(name), value) for name, value in values.items()
+        }
     return schema.model_validate(values)
 
 
 def evaluate(expression: str) -> int:
-    """The value of an integer expression of ``+``, ``-`` and ``*``: a sum of products, never ``eval``.
+    """Return the value of an integer expression of ``+``, ``-`` and ``*``: a sum of products, never ``eval``.
 
     Read by hand, not with ``ast``: the fake answers from many threads at once, and CPython 3.11's parser
     raised a SystemError under that load.
@@ -244,14 +300,14 @@ def evaluate(expression: str) -> int:
 
 
 def _task_of(prompt: str) -> str:
-    """The part of a prompt that states the problem (its own section, else the task), else the whole prompt.
+    """Return the part of a prompt that states the problem (its own section, else the task), else the whole prompt.
 
     Never the history: other agents' turns hold numbers that are not the question.
     """
     if PROBLEM_HEADER in prompt:
-        problem = prompt[prompt.find(PROBLEM_HEADER) + len(PROBLEM_HEADER):]
+        problem = prompt[prompt.find(PROBLEM_HEADER) + len(PROBLEM_HEADER) :]
         return problem.split("\n## ", 1)[0]
-    return prompt[prompt.rfind(TASK_HEADING):] if TASK_HEADING in prompt else prompt
+    return prompt[prompt.rfind(TASK_HEADING) :] if TASK_HEADING in prompt else prompt
 
 
 def _identity(messages: list[BaseMessage], run_manager: Any) -> tuple[str, str]:
@@ -260,12 +316,14 @@ def _identity(messages: list[BaseMessage], run_manager: Any) -> tuple[str, str]:
     The thread makes each run of a comparison one sample; the agent keeps voters of one role apart.
     """
     meta = getattr(run_manager, "metadata", None) or {}
-    agent = meta.get("agent_id") or hashlib.sha256(str(messages[0].content).encode()).hexdigest()[:12]
+    agent = (
+        meta.get("agent_id") or hashlib.sha256(str(messages[0].content).encode()).hexdigest()[:12]
+    )
     return str(meta.get("thread_id", "")), str(agent)
 
 
 def stated_answers(prompt: str, me: str) -> tuple[int | None, list[int]]:
-    """The answer ``me`` last stated in the prompt (None: none), and each other speaker's last stated one.
+    """Return the answer ``me`` last stated in the prompt (None: none), and each other speaker's last stated one.
 
     Turns are shown under headings such as ``### Critique by kiss of architect (round 1)``;
     the refine task quotes the agent's own proposal after ``Your current proposal``.
@@ -278,7 +336,12 @@ def stated_answers(prompt: str, me: str) -> tuple[int | None, list[int]]:
         if not answers:
             continue
         by = re.search(r"\bby (\S+)", heading) or re.match(r"(\S+) \(turn", heading)
-        if heading.startswith("Your task") and "Your current proposal" in body or by and by[1] == me:
+        if (
+            heading.startswith("Your task")
+            and "Your current proposal" in body
+            or by
+            and by[1] == me
+        ):
             own = int(answers[-1])
         elif by:
             others[by[1]] = int(answers[-1])

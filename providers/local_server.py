@@ -83,7 +83,9 @@ class LocalServer:
             "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
             "--n_ctx", str(CONTEXT_WINDOW), "--n_threads", str(os.cpu_count() or 2),
         ]  # fmt: skip
-        self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     @property
     def base_url(self) -> str:
@@ -94,7 +96,9 @@ class LocalServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 tail = Path(self.log.name).read_text(errors="replace")[-800:]
-                raise LocalModelError(f"the embedded model server exited ({self.process.returncode}):\n{tail}")
+                raise LocalModelError(
+                    f"the embedded model server exited ({self.process.returncode}):\n{tail}"
+                )
             try:
                 with urllib.request.urlopen(f"{self.base_url}/models", timeout=2) as response:
                     if response.status == 200:
@@ -141,11 +145,13 @@ def ensure_server() -> LocalServer:
 
 
 def _start() -> LocalServer:
-    """The process's server: the one started already unless it stopped after it was ready; the caller holds the lock."""
+    """Return the process's server: the one started already unless it stopped after it was ready; the caller holds the lock."""
     global _server, _ready
     if _server is None or (_ready and _server.process.poll() is not None):
         model = gguf_path()
-        notes.info("starting the embedded model... (SmolLM2 on llama.cpp, about 20 s)")  # the wait is explained
+        notes.info(
+            "starting the embedded model... (SmolLM2 on llama.cpp, about 20 s)"
+        )  # the wait is explained
         server = LocalServer(model, free_port())
         atexit.register(server.stop)  # stopped at exit even when the run ends before it answered
         _server, _ready = server, False

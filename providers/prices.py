@@ -26,19 +26,29 @@ class ModelPrice(TypedDict):
 
 
 CACHE_RATIOS: dict[str, tuple[float, float]] = {
-    "anthropic": (0.10, 1.25),  # Anthropic bills a cache read at 0.1x the input price and a 5-minute write at 1.25x
-    "openai": (0.50, 1.00),  # OpenAI: cached input at (at most) half the input price; no charge to write
+    "anthropic": (
+        0.10,
+        1.25,
+    ),  # Anthropic bills a cache read at 0.1x the input price and a 5-minute write at 1.25x
+    "openai": (
+        0.50,
+        1.00,
+    ),  # OpenAI: cached input at (at most) half the input price; no charge to write
 }
 """The cache price ratios providers publish for a family, where the price list has none: (read, write)."""
 
 
 def family(spec: str) -> str | None:
-    """The model family whose cache rules apply (Anthropic's models through OpenRouter too), or None."""
+    """Return the model family whose cache rules apply (Anthropic's models through OpenRouter too), or None."""
     parsed = parse_spec(spec)
     name = parsed.name.casefold()
     if parsed.provider == "anthropic" or name.startswith("anthropic/") or "claude" in name:
         return "anthropic"
-    if parsed.provider == "openai" or name.startswith("openai/") or name.startswith(("gpt-", "o1", "o3", "o4")):
+    if (
+        parsed.provider == "openai"
+        or name.startswith("openai/")
+        or name.startswith(("gpt-", "o1", "o3", "o4"))
+    ):
         return "openai"
     return None
 
@@ -62,7 +72,7 @@ def with_cache_ratios(
 
 
 def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
-    """The price of ``spec``: the config's entry, else genai-prices, else None when nobody knows it."""
+    """Return the price of ``spec``: the config's entry, else genai-prices, else None when nobody knows it."""
     if overrides and spec in overrides:
         # The config's prices stand as stated; only a cache write it leaves out is estimated (where the family's
         # costs more than input, as Anthropic's does), so that a cap still counts it at what the provider bills.
@@ -73,27 +83,43 @@ def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> Model
     from genai_prices import Usage, calc_price
 
     def per_million(**tokens: int) -> float:
-        return float(calc_price(Usage(**tokens), model_ref=parsed.name, provider_id=parsed.provider).total_price)
+        return float(
+            calc_price(
+                Usage(**tokens), model_ref=parsed.name, provider_id=parsed.provider
+            ).total_price
+        )
 
     try:
         # genai-prices counts cached tokens inside input_tokens, as the providers report them.
-        listed = ModelPrice(input=per_million(input_tokens=MILLION), output=per_million(output_tokens=MILLION),
-                            cache_read=per_million(input_tokens=MILLION, cache_read_tokens=MILLION),
-                            cache_write=per_million(input_tokens=MILLION, cache_write_tokens=MILLION))
+        listed = ModelPrice(
+            input=per_million(input_tokens=MILLION),
+            output=per_million(output_tokens=MILLION),
+            cache_read=per_million(input_tokens=MILLION, cache_read_tokens=MILLION),
+            cache_write=per_million(input_tokens=MILLION, cache_write_tokens=MILLION),
+        )
         return with_cache_ratios(spec, listed)
     except LookupError:
         return None
 
 
 def worst_input(price: ModelPrice) -> float:
-    """The most a prompt token may cost: a cache write can cost more than plain input (Anthropic's 1.25x)."""
+    """Return the most a prompt token may cost: a cache write can cost more than plain input (Anthropic's 1.25x)."""
     return max(price["input"], price.get("cache_write", price["input"]))
 
 
-def cost(price: ModelPrice, input_tokens: int, output_tokens: int, cache_read: int = 0, cache_write: int = 0) -> float:
+def cost(
+    price: ModelPrice,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read: int = 0,
+    cache_write: int = 0,
+) -> float:
     """Dollars for one call as billed: ``input_tokens`` include the cached ones, which the cache prices pay for."""
     read, write = price.get("cache_read", price["input"]), price.get("cache_write", price["input"])
     uncached = max(0, input_tokens - cache_read - cache_write)
-    return (uncached * price["input"] + cache_read * read + cache_write * write
-            + output_tokens * price["output"]) / MILLION
-
+    return (
+        uncached * price["input"]
+        + cache_read * read
+        + cache_write * write
+        + output_tokens * price["output"]
+    ) / MILLION

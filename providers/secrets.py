@@ -25,7 +25,7 @@ SETTING_PASSWORD = re.compile(r"(password\s*=\s*)('[^']*'|[^\s&;,]+)", re.IGNORE
 
 
 def is_secret_name(name: str) -> bool:
-    """True for a variable whose value must never be shown: keys, tokens, passwords, database URLs."""
+    """Return True for a variable whose value must never be shown: keys, tokens, passwords, database URLs."""
     return name.upper().endswith(SECRET_NAMES)
 
 

@@ -15,7 +15,9 @@ def no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     """Blank every provider key, default to the fake model, keep the database in the test's folder."""
     for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DEBATE_MODEL", "fake")  # a test that forgets a model never starts the local one
+    monkeypatch.setenv(
+        "DEBATE_MODEL", "fake"
+    )  # a test that forgets a model never starts the local one
     monkeypatch.setenv("DEBATE_DB", str(tmp_path / "debates.sqlite"))
 
 
@@ -41,24 +43,42 @@ def make_turn(
     target: str | None = None,
     round_no: int | None = None,
 ) -> Turn:
-    """A transcript turn for memory tests; ``i`` is its ``seq``."""
-    text = content if content is not None else f"Turn {i} about rate_limiter.py and token buckets. " * 5
-    turn = new_turn(i, kind=kind, round_no=round_no if round_no is not None else i // 4 + 1,  # type: ignore[arg-type]
-                    speaker=speaker, role=speaker, content=text, target=target, model="fake")
+    """Return a transcript turn for memory tests; ``i`` is its ``seq``."""
+    text = (
+        content
+        if content is not None
+        else f"Turn {i} about rate_limiter.py and token buckets. " * 5
+    )
+    turn = new_turn(
+        i,
+        kind=kind,
+        round_no=round_no if round_no is not None else i // 4 + 1,  # type: ignore[arg-type]
+        speaker=speaker,
+        role=speaker,
+        content=text,
+        target=target,
+        model="fake",
+    )
     return turn
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """A skipped integration test fails the run: CI must not turn green on a missing server.
+    """Fail the run on a skipped integration test: CI must not turn green on a missing server.
 
     Set DEBATE_ALLOW_SKIPS=1 to allow it (e.g. on a machine without PostgreSQL).
     """
     import os
 
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    skipped = [r for r in (reporter.stats.get("skipped", []) if reporter else []) if "integration" in r.keywords]
+    skipped = [
+        r
+        for r in (reporter.stats.get("skipped", []) if reporter else [])
+        if "integration" in r.keywords
+    ]
     if skipped and not os.environ.get("DEBATE_ALLOW_SKIPS") and exitstatus == 0:
         names = ", ".join(sorted({r.nodeid for r in skipped}))
         if reporter:
-            reporter.write_line(f"integration tests were skipped ({names}); set DEBATE_ALLOW_SKIPS=1 to allow")
+            reporter.write_line(
+                f"integration tests were skipped ({names}); set DEBATE_ALLOW_SKIPS=1 to allow"
+            )
         session.exitstatus = 1

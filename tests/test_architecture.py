@@ -27,7 +27,6 @@ BASE = "debate_engine.errors"
 NODES_MAY_USE = {"debate_engine.graph.state"}
 MAX_MODULE_LINES = 400
 """Beyond it a module must say in its docstring why it is one module (size follows cohesion, not a count)."""
-MAX_FUNCTION_LINES = 50
 
 
 def modules() -> list[tuple[str, Path]]:
@@ -58,17 +57,24 @@ def test_imports_point_one_way(name: str, path: Path) -> None:
         other = target.split(".")[1]
         if other == package or target == BASE:
             continue
-        assert other in LAYERS[package], f"{name} imports {target}: {package} may not depend on {other}"
+        assert other in LAYERS[package], (
+            f"{name} imports {target}: {package} may not depend on {other}"
+        )
         if package == "nodes" and other == "graph":
-            assert target in NODES_MAY_USE, f"{name} imports {target}; nodes use only the state and settings"
+            assert target in NODES_MAY_USE, (
+                f"{name} imports {target}; nodes use only the state and settings"
+            )
         if package == "graph" and other == "nodes":
-            assert name in ("debate_engine.graph.builder", "debate_engine.graph.roundtable",
-                            "debate_engine.graph.sample", "debate_engine.graph.server"), (
-                f"{name} imports {target}: only the builders may use nodes")
+            assert name in (
+                "debate_engine.graph.builder",
+                "debate_engine.graph.roundtable",
+                "debate_engine.graph.sample",
+                "debate_engine.graph.server",
+            ), f"{name} imports {target}: only the builders may use nodes"
 
 
 def runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The modules of ``known`` that ``name`` imports when it runs: at the top or inside a function, not under
+    """Return the modules of ``known`` that ``name`` imports when it runs: at the top or inside a function, not under
     ``if TYPE_CHECKING``. ``from package import module`` names the module; ``from module import name`` the module."""
     found: set[str] = set()
 
@@ -136,25 +142,29 @@ def test_no_import_cycle_counting_imports_inside_functions() -> None:
 
 
 def test_the_scan_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("from debate_engine.scratch.b import g\n\ndef f():\n    return g()\n")
-    (tmp_path / "b.py").write_text("def g():\n    from debate_engine.scratch.a import f  # hidden\n    return f\n")
-    (tmp_path / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-                                   "    from debate_engine.scratch.a import f\n")
+    (tmp_path / "a.py").write_text(
+        "from debate_engine.scratch.b import g\n\ndef f():\n    return g()\n"
+    )
+    (tmp_path / "b.py").write_text(
+        "def g():\n    from debate_engine.scratch.a import f  # hidden\n    return f\n"
+    )
+    (tmp_path / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from debate_engine.scratch.a import f\n"
+    )
     planted = [(f"debate_engine.scratch.{n}", tmp_path / f"{n}.py") for n in "abc"]
     assert import_cycles(planted) == [["debate_engine.scratch.a", "debate_engine.scratch.b"]]
 
 
 @pytest.mark.parametrize(("name", "path"), modules(), ids=[m for m, _ in modules()])
-def test_modules_and_functions_stay_small(name: str, path: Path) -> None:
+def test_modules_stay_cohesive(name: str, path: Path) -> None:
+    """Check module size; a function's size is ruff's C901 complexity check, in ``make lint``."""
     source = path.read_text()
     explained = "one module because" in (ast.get_docstring(ast.parse(source)) or "")
     assert explained or len(source.splitlines()) <= MAX_MODULE_LINES, (
         f"{name} has {len(source.splitlines())} lines: split it where its concerns split, or say in its "
-        "docstring why it is one module ('one module because ...')")
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            length = (node.end_lineno or node.lineno) - node.lineno + 1
-            assert length <= MAX_FUNCTION_LINES, f"{name}.{node.name} has {length} lines"
+        "docstring why it is one module ('one module because ...')"
+    )
 
 
 def test_one_place_builds_a_turn() -> None:
@@ -177,31 +187,29 @@ def test_one_module_builds_and_calls_chat_models() -> None:
                 called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if called in ("chat_model", "ChatOpenAI", "with_structured_output", "bind_tools"):
                     callers.append(name)
-    allowed = {"debate_engine.calls.road", "debate_engine.providers.factory", "debate_engine.providers.fake",
-               "debate_engine.memory.messages"}  # messages: the user's own agent's model, for their agents
+    allowed = {
+        "debate_engine.calls.road",
+        "debate_engine.providers.factory",
+        "debate_engine.providers.fake",
+        "debate_engine.memory.messages",
+    }  # messages: the user's own agent's model, for their agents
     assert set(callers) <= allowed, sorted(set(callers) - allowed)
 
 
 def test_cli_help_does_not_import_langgraph() -> None:
     code = "import sys\nfrom debate_engine.app import cli\nprint('langgraph' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
     assert result.stdout.strip() == "False", result.stderr
 
 
-def oversized(path: Path) -> list[str]:
-    """What in ``path`` breaks the size rules: the module's length, and each function too long, with its line."""
-    source = path.read_text()
-    name = path.relative_to(ROOT).as_posix()
-    found = [f"{name} has {len(source.splitlines())} lines"] if len(source.splitlines()) > MAX_MODULE_LINES else []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            length = (node.end_lineno or node.lineno) - node.lineno + 1
-            if length > MAX_FUNCTION_LINES:
-                found.append(f"{name}:{node.lineno} {node.name} has {length} lines")
-    return found
-
-
-def test_test_modules_and_functions_stay_small() -> None:
-    """The house rules hold for the tests too: no test module over 300 lines, no function over 50."""
-    offenders = [line for path in sorted((ROOT / "tests").rglob("*.py")) for line in oversized(path)]
+def test_test_modules_stay_cohesive() -> None:
+    """Check the module size rule holds for the tests too (ruff's C901 checks their functions)."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        source = path.read_text()
+        explained = "one module because" in (ast.get_docstring(ast.parse(source)) or "")
+        if not explained and len(source.splitlines()) > MAX_MODULE_LINES:
+            offenders.append(f"{path.relative_to(ROOT)} has {len(source.splitlines())} lines")
     assert not offenders, "\n".join(offenders)

@@ -1,4 +1,7 @@
-"""The working context never exceeds its budget, and its record says exactly what it showed."""
+"""The working context never exceeds its budget, and its record says exactly what it showed.
+
+It is one module because every test here checks the one budget function, ``build_view``, from another side.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +24,17 @@ from debate_engine.memory.facets import empty_facets
 from tests.conftest import make_turn
 
 
-def summary(text: str, *, through: int = 0, depth: int = 0, ident: str = "s1", agent: str = "architect",
-            parent_id: str | None = None, tokens_after: int | None = None) -> SummaryRecord:
-    """A successful summary record with ``text`` as both its text and its narrative."""
+def summary(
+    text: str,
+    *,
+    through: int = 0,
+    depth: int = 0,
+    ident: str = "s1",
+    agent: str = "architect",
+    parent_id: str | None = None,
+    tokens_after: int | None = None,
+) -> SummaryRecord:
+    """Return a successful summary record with ``text`` as both its text and its narrative."""
     return SummaryRecord(
         id=ident,
         agent_id=agent,
@@ -74,11 +85,18 @@ def test_split_of_a_9k_window_and_of_the_smallest_window() -> None:
     budget = make_budget(9216, 1024)  # total 8192: 2048 / 1024 / min(5120, 8192 - 3072 - 48 = 5072)
     assert (budget.total, budget.system, budget.summary, budget.recent) == (8192, 2048, 1024, 5072)
     smallest = make_budget(1280, 1024)  # total 256: 64 / 32 / min(160, 256 - 96 - 48 = 112)
-    assert (smallest.total, smallest.system, smallest.summary, smallest.recent) == (256, 64, 32, 112)
+    assert (smallest.total, smallest.system, smallest.summary, smallest.recent) == (
+        256,
+        64,
+        32,
+        112,
+    )
 
 
 def test_a_custom_split_is_scaled_to_its_sum() -> None:
-    budget = make_budget(4096, 96, BudgetSplit(system=1, summary=1, recent=2))  # total 4000, shares of 4
+    budget = make_budget(
+        4096, 96, BudgetSplit(system=1, summary=1, recent=2)
+    )  # total 4000, shares of 4
     assert (budget.total, budget.system, budget.summary, budget.recent) == (4000, 1000, 1000, 1952)
 
 
@@ -103,9 +121,22 @@ def test_turn_cost_is_its_tokens_plus_the_heading_allowance() -> None:
 # --- build_view: exact layout -----------------------------------------------------------------------------------
 
 
-def request(turns, *, system="You are an architect.", task="Refine.", summ=None, since=0, to_seq=None, budget=None):
+def request(
+    turns,
+    *,
+    system="You are an architect.",
+    task="Refine.",
+    summ=None,
+    since=0,
+    to_seq=None,
+    budget=None,
+):
     return ViewRequest(
-        system_prompt=system, task=task, summary=summ, newest_first=list(reversed(turns)), since=since,
+        system_prompt=system,
+        task=task,
+        summary=summ,
+        newest_first=list(reversed(turns)),
+        since=since,
         to_seq=to_seq if to_seq is not None else (turns[-1]["seq"] + 1 if turns else since),
         budget=budget or make_budget(8192, 1024),
     )
@@ -114,10 +145,19 @@ def request(turns, *, system="You are an architect.", task="Refine.", summ=None,
 def test_the_view_shows_summary_then_history_oldest_first_then_task() -> None:
     turns = [
         make_turn(4, content="Use a token bucket.", round_no=1),
-        make_turn(6, kind="critique", speaker="security", target="architect", content="Buckets leak.", round_no=1),
+        make_turn(
+            6,
+            kind="critique",
+            speaker="security",
+            target="architect",
+            content="Buckets leak.",
+            round_no=1,
+        ),
         make_turn(9, kind="refinement", content="Bucket per tenant.", round_no=2),
     ]
-    view = build_view(request(turns, summ=summary("Earlier: quotas.", through=4), since=4, to_seq=11))
+    view = build_view(
+        request(turns, summ=summary("Earlier: quotas.", through=4), since=4, to_seq=11)
+    )
     assert view.system == "You are an architect."
     assert view.user == (
         "## Summary of your earlier history\nEarlier: quotas.\n\n"
@@ -129,8 +169,13 @@ def test_the_view_shows_summary_then_history_oldest_first_then_task() -> None:
     )
     assert view.complete
     assert view.record == {
-        "summary_id": "s1", "from_seq": 4, "to_seq": 11, "turns": 3,
-        "prompt_tokens": count_messages(view.system, view.user), "budget_tokens": 8192 - 1024, "shortened": False,
+        "summary_id": "s1",
+        "from_seq": 4,
+        "to_seq": 11,
+        "turns": 3,
+        "prompt_tokens": count_messages(view.system, view.user),
+        "budget_tokens": 8192 - 1024,
+        "shortened": False,
     }
 
 
@@ -179,7 +224,9 @@ def test_a_long_system_prompt_is_cut_to_half_its_slice() -> None:
 def test_a_long_summary_is_cut_to_its_slice() -> None:
     budget = make_budget(2048, 256)  # summary slice: 1792 // 8 = 224
     view = build_view(request([], summ=summary("summary words " * 2000), budget=budget))
-    block = view.user.split("\n\n## Your task")[0].removeprefix("## Summary of your earlier history\n")
+    block = view.user.split("\n\n## Your task")[0].removeprefix(
+        "## Summary of your earlier history\n"
+    )
     assert count_tokens(block) <= 1792 // 8
     assert view.record["shortened"] and view.record["summary_id"] == "s1"
 
@@ -193,7 +240,9 @@ def view_cases(draw):
     output = draw(st.integers(min_value=16, max_value=window - 256))
     since = draw(st.integers(min_value=0, max_value=30))
     sizes = draw(st.lists(st.integers(min_value=0, max_value=1500), max_size=25))
-    gaps = draw(st.lists(st.integers(min_value=0, max_value=3), min_size=len(sizes), max_size=len(sizes)))
+    gaps = draw(
+        st.lists(st.integers(min_value=0, max_value=3), min_size=len(sizes), max_size=len(sizes))
+    )
     seqs, seq = [], since
     for gap in gaps:  # a perspective skips the turns of other perspectives
         seq += gap
@@ -213,12 +262,25 @@ def view_cases(draw):
     }
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(view_cases())
 def test_no_view_exceeds_its_budget_and_its_record_is_what_it_shows(case) -> None:
     budget, turns = case["budget"], case["turns"]
-    view = build_view(request(turns, system=case["system"], task=case["task"], summ=case["summ"],
-                              since=case["since"], to_seq=case["to_seq"], budget=budget))
+    view = build_view(
+        request(
+            turns,
+            system=case["system"],
+            task=case["task"],
+            summ=case["summ"],
+            since=case["since"],
+            to_seq=case["to_seq"],
+            budget=budget,
+        )
+    )
     record = view.record
     # Never over budget, and the record's count is the prompt's.
     assert count_messages(view.system, view.user) <= budget.total
@@ -234,7 +296,10 @@ def test_no_view_exceeds_its_budget_and_its_record_is_what_it_shows(case) -> Non
         assert f"[turn {t['seq']} begins]" in view.user, f"turn {t['seq']} is recorded as shown"
         assert t["content"] in view.user or record["shortened"]
     for t in hidden:
-        assert f"[turn {t['seq']} begins]" not in view.user and f"[turn {t['seq']} ends]" not in view.user
+        assert (
+            f"[turn {t['seq']} begins]" not in view.user
+            and f"[turn {t['seq']} ends]" not in view.user
+        )
     if view.complete:
         assert record["from_seq"] == case["since"] and not hidden
     else:
@@ -242,30 +307,55 @@ def test_no_view_exceeds_its_budget_and_its_record_is_what_it_shows(case) -> Non
         assert record["from_seq"] == (shown[0]["seq"] if shown else case["to_seq"])
     # The promise the overflow trigger relies on: turns that fit the recent slice are all shown verbatim.
     if sum(t["tokens"] + 24 for t in turns) <= budget.recent:
-        assert view.complete and record["from_seq"] == case["since"] and record["turns"] == len(turns)
+        assert (
+            view.complete and record["from_seq"] == case["since"] and record["turns"] == len(turns)
+        )
         assert all(t["content"] in view.user for t in turns)
 
 
-ROLES = ["architect", "performance", "security", "testing", "kiss", "generalist", "judge", "moderator", "user"]
+ROLES = [
+    "architect",
+    "performance",
+    "security",
+    "testing",
+    "kiss",
+    "generalist",
+    "judge",
+    "moderator",
+    "user",
+]
 KINDS = ["proposal", "refinement", "critique", "briefing", "clarification", "message", "synthesis"]
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.text(min_size=0, max_size=400), st.sampled_from(KINDS), st.sampled_from(ROLES), st.sampled_from(ROLES),
-       st.integers(min_value=0, max_value=9999))
-def test_a_rendered_turn_of_the_built_in_roles_never_costs_more_than_turn_cost(content, kind, speaker, target,
-                                                                                 round_no) -> None:
-    turn = make_turn(12345, kind=kind, speaker=speaker, target=target, content=content, round_no=round_no)
+@given(
+    st.text(min_size=0, max_size=400),
+    st.sampled_from(KINDS),
+    st.sampled_from(ROLES),
+    st.sampled_from(ROLES),
+    st.integers(min_value=0, max_value=9999),
+)
+def test_a_rendered_turn_of_the_built_in_roles_never_costs_more_than_turn_cost(
+    content, kind, speaker, target, round_no
+) -> None:
+    turn = make_turn(
+        12345, kind=kind, speaker=speaker, target=target, content=content, round_no=round_no
+    )
     assert count_tokens(render_turn(turn)) + 2 <= turn["tokens"] + 24
 
 
 # Agent ids come from the config file's "id" field, which is free text.
-LONG_A, LONG_B = "principal_platform_architect_emea_region", "site_reliability_engineer_oncall_emea_region"
+LONG_A, LONG_B = (
+    "principal_platform_architect_emea_region",
+    "site_reliability_engineer_oncall_emea_region",
+)
 
 
 def test_turn_cost_bounds_the_heading_of_agents_with_long_ids() -> None:
     """ENGINE BUG (memory/budget.py turn_cost): a flat 24-token allowance under-counts long agent ids."""
-    turn = make_turn(5, kind="critique", speaker=LONG_B, target=LONG_A, content="Quotas per tenant.", round_no=8)
+    turn = make_turn(
+        5, kind="critique", speaker=LONG_B, target=LONG_A, content="Quotas per tenant.", round_no=8
+    )
     assert count_tokens(render_turn(turn)) + 2 <= turn_cost(turn)
 
 
@@ -274,26 +364,54 @@ def test_a_perspective_within_the_recent_slice_is_shown_whole_even_with_long_age
     budget = make_budget(4096, 512)
     turns, used = [], 0
     while True:  # as many critiques as the recent slice holds, by turn_cost
-        turn = make_turn(len(turns), kind="critique", speaker=LONG_B, target=LONG_A,
-                         content=f"Point {len(turns)}: quotas.", round_no=100 + len(turns))
+        turn = make_turn(
+            len(turns),
+            kind="critique",
+            speaker=LONG_B,
+            target=LONG_A,
+            content=f"Point {len(turns)}: quotas.",
+            round_no=100 + len(turns),
+        )
         if used + turn_cost(turn) > budget.recent:  # what the overflow trigger measures
             break
         turns.append(turn)
         used += turn_cost(turn)
-    view = build_view(request(turns, system="role " * 5000, task="task " * 5000, summ=summary("s " * 5000),
-                              budget=budget))
-    assert view.complete and view.record["from_seq"] == 0, f"turns 0..{view.record['from_seq'] - 1} left out"
+    view = build_view(
+        request(
+            turns,
+            system="role " * 5000,
+            task="task " * 5000,
+            summ=summary("s " * 5000),
+            budget=budget,
+        )
+    )
+    assert view.complete and view.record["from_seq"] == 0, (
+        f"turns 0..{view.record['from_seq'] - 1} left out"
+    )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(view_cases())
 def test_turns_that_fit_the_recent_slice_are_all_shown_whatever_else_the_prompt_holds(case) -> None:
     budget, turns = case["budget"], list(case["turns"])
     while turns and sum(t["tokens"] + 24 for t in turns) > budget.recent:
         turns.pop(0)  # the uncovered tail the overflow trigger allows: at most budget.recent tokens
     since = turns[0]["seq"] if turns else case["since"]
-    view = build_view(request(turns, system=case["system"], task=case["task"], summ=case["summ"],
-                              since=since, to_seq=case["to_seq"], budget=budget))
+    view = build_view(
+        request(
+            turns,
+            system=case["system"],
+            task=case["task"],
+            summ=case["summ"],
+            since=since,
+            to_seq=case["to_seq"],
+            budget=budget,
+        )
+    )
     assert view.complete
     assert (view.record["from_seq"], view.record["turns"]) == (since, len(turns))
     assert all(t["content"] in view.user for t in turns)

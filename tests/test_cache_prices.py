@@ -18,16 +18,23 @@ SONNET = "openrouter:anthropic/claude-3.5-sonnet"
 def test_anthropic_cache_prices_come_from_its_published_ratio_and_are_marked_estimated() -> None:
     price = price_of(SONNET)
     assert price is not None
-    assert (price["cache_read"], price["cache_write"]) == (round(0.1 * price["input"], 9),
-                                                           round(1.25 * price["input"], 9))
+    assert (price["cache_read"], price["cache_write"]) == (
+        round(0.1 * price["input"], 9),
+        round(1.25 * price["input"], 9),
+    )
     assert price["estimated"] == ["cache_read", "cache_write"]
 
 
-def test_the_config_s_prices_stand_and_only_a_dearer_cache_write_it_leaves_out_is_estimated() -> None:
+def test_the_config_s_prices_stand_and_only_a_dearer_cache_write_it_leaves_out_is_estimated() -> (
+    None
+):
     price = price_of(SONNET, {SONNET: {"input": 3.0, "output": 15.0, "cache_read": 0.2}})
-    assert price is not None and price["cache_read"] == 0.2 and price["estimated"] == ["cache_write"]
-    assert price_of("openai:my-finetune", {"openai:my-finetune": {"input": 2.0, "output": 8.0}}) == {
-        "input": 2.0, "output": 8.0}
+    assert (
+        price is not None and price["cache_read"] == 0.2 and price["estimated"] == ["cache_write"]
+    )
+    assert price_of(
+        "openai:my-finetune", {"openai:my-finetune": {"input": 2.0, "output": 8.0}}
+    ) == {"input": 2.0, "output": 8.0}
 
 
 def test_a_known_cache_price_is_not_estimated() -> None:
@@ -56,7 +63,14 @@ def test_a_cap_counts_every_prompt_token_at_no_less_than_a_cache_write() -> None
 
 def test_the_report_says_which_cache_prices_were_estimated() -> None:
     price = price_of(SONNET)
-    values = {"problem": "p", "transcript": [], "summary_log": [],
-              "settings": {"agents": [], "prices": {SONNET: price}}, "spend": None}
-    assert f"cache prices estimated from the provider's published ratio: {SONNET} (cache read and cache write)" \
+    values = {
+        "problem": "p",
+        "transcript": [],
+        "summary_log": [],
+        "settings": {"agents": [], "prices": {SONNET: price}},
+        "spend": None,
+    }
+    assert (
+        f"cache prices estimated from the provider's published ratio: {SONNET} (cache read and cache write)"
         in render_report(values)
+    )

@@ -16,8 +16,12 @@ from debate_engine.graph.builder import compile_debate
 
 def spent(model: str, cap: int, out: int, rounds: int, agents: str) -> int:
     values = compile_debate().invoke(
-        {"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
-        context=Context(model=model, max_output_tokens=out, rounds=rounds, agents=agents, max_tokens=cap))
+        {"problem": "Design a cache"},
+        {"configurable": {"thread_id": "t"}},
+        context=Context(
+            model=model, max_output_tokens=out, rounds=rounds, agents=agents, max_tokens=cap
+        ),
+    )
     total = values["spend"]["total"]
     return total["input_tokens"] + total["output_tokens"]
 
@@ -28,8 +32,12 @@ def test_unparsed_structured_replies_never_pass_the_cap() -> None:
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cap=st.integers(3000, 16000), fail=st.sampled_from(["", "fail=invalid,"]),
-       words=st.sampled_from([40, 200]), out=st.sampled_from([128, 256]),
-       agents=st.sampled_from(["kiss", "architect,security", "architect,security,kiss"]))
+@given(
+    cap=st.integers(3000, 16000),
+    fail=st.sampled_from(["", "fail=invalid,"]),
+    words=st.sampled_from([40, 200]),
+    out=st.sampled_from([128, 256]),
+    agents=st.sampled_from(["kiss", "architect,security", "architect,security,kiss"]),
+)
 def test_spend_never_passes_the_cap(cap: int, fail: str, words: int, out: int, agents: str) -> None:
     assert spent(f"fake:{fail}words={words}", cap, out, 3, agents) <= cap

@@ -32,7 +32,7 @@ def compare(
 
 
 def config_file(tmp_path: Path, data: dict[str, Any] = DOLLAR_AN_OUTPUT_TOKEN) -> str:
-    """A config file holding ``data`` (by default: a dollar an output token)."""
+    """Return a config file holding ``data`` (by default: a dollar an output token)."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(data))
     return str(path)

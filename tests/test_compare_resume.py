@@ -27,8 +27,18 @@ from tests.support.openai_server import OpenAIServer
 from tests.support.resume_debate import STOP_WAIT_S
 
 TASKS = f"builtin:arithmetic:{5}"
-ARGS = ["compare", TASKS, "--protocols", "single,vote,debate", "--model", "openai:test-model", "--rounds", "1",
-        "--jobs", "1"]
+ARGS = [
+    "compare",
+    TASKS,
+    "--protocols",
+    "single,vote,debate",
+    "--model",
+    "openai:test-model",
+    "--rounds",
+    "1",
+    "--jobs",
+    "1",
+]
 HANG_AT = 38
 """Single's 5 calls, two debates of 13 (3 proposals, 6 critiques, 3 refinements, the judge), then the third
 debate's 3 proposals and its first critiques: the 38th request hangs."""
@@ -47,7 +57,9 @@ def finished_runs(db: Path) -> set[tuple[str, str]]:
             for thread in await thread_ids(saver):
                 _, _, label, task, _ = thread.split(":")
                 graph = graphs["debate" if label == "debate" else "sample"]
-                if finished((await graph.aget_state({"configurable": {"thread_id": thread}})).values):
+                if finished(
+                    (await graph.aget_state({"configurable": {"thread_id": thread}})).values
+                ):
                     found.add((label, task))
         return found
 
@@ -55,7 +67,7 @@ def finished_runs(db: Path) -> set[tuple[str, str]]:
 
 
 def run_of(prompt: str) -> tuple[str, str]:
-    """The run a request belongs to: ``sample`` (single or vote) or ``debate``, and the task its question names."""
+    """Return the run a request belongs to: ``sample`` (single or vote) or ``debate``, and the task its question names."""
     ids = {t.question.split(" Answer")[0]: t.id for t in builtin_tasks(TASKS)}
     questions = set(QUESTION.findall(prompt))
     assert len(questions) == 1, f"a request names {len(questions)} tasks: {prompt[:300]}"
@@ -75,14 +87,17 @@ def stop_part_way(server: OpenAIServer, env: dict[str, str], folder: Path) -> di
 
 @pytest.fixture(scope="module")
 def comparisons(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """An uninterrupted comparison; the same stopped part-way, resumed with --resume, then run once more."""
+    """Return an uninterrupted comparison; the same stopped part-way, resumed with --resume, then run once more."""
     folder = tmp_path_factory.mktemp("compare")
     found: dict[str, Any] = {}
     with OpenAIServer(words=20, hang_s=60) as server:
         env = cli_env(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test")
-        for name, extra in (("whole", ["--db", str(folder / "w.sqlite")]), ("stopped", None),
-                            ("resumed", ["--db", str(folder / "k.sqlite"), "--resume"]),
-                            ("again", ["--db", str(folder / "k.sqlite")])):
+        for name, extra in (
+            ("whole", ["--db", str(folder / "w.sqlite")]),
+            ("stopped", None),
+            ("resumed", ["--db", str(folder / "k.sqlite"), "--resume"]),
+            ("again", ["--db", str(folder / "k.sqlite")]),
+        ):
             server.requests.clear()
             if extra is None:
                 found[name] = stop_part_way(server, env, folder)
@@ -90,8 +105,11 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 continue
             done = cli(*ARGS, *extra, "--output", str(folder / f"{name}.json"), env=env)
             assert done.returncode == 0, done.stderr
-            found[name] = {"out": done.stdout, "prompts": server.prompts(),
-                           "json": json.loads((folder / f"{name}.json").read_text())}
+            found[name] = {
+                "out": done.stdout,
+                "prompts": server.prompts(),
+                "json": json.loads((folder / f"{name}.json").read_text()),
+            }
     return found
 
 
@@ -105,8 +123,10 @@ def figures(found: dict[str, Any]) -> dict[str, Any]:
 
 
 def table(out: str) -> list[list[str]]:
-    """The Markdown table's rows, the seconds-per-task column blanked."""
-    rows = [line.split(" | ") for line in out.splitlines() if line.startswith("| ") and " | " in line]
+    """Return the Markdown table's rows, the seconds-per-task column blanked."""
+    rows = [
+        line.split(" | ") for line in out.splitlines() if line.startswith("| ") and " | " in line
+    ]
     return [row[:6] + row[7:] if len(row) > 7 else row for row in rows]
 
 
@@ -131,15 +151,25 @@ def test_no_call_of_a_finished_run_is_sent_again(comparisons: dict[str, Any]) ->
     assert {task for label, task in done if label == "single"} == set(tasks)
     assert debated == set(tasks[:2]), "stopped in the third debate, the first two finished"
     sent = Counter(run_of(p) for p in comparisons["resumed"]["prompts"])
-    assert not {("debate", task) for task in debated} & set(sent), "a finished debate's call was sent again"
+    assert not {("debate", task) for task in debated} & set(sent), (
+        "a finished debate's call was sent again"
+    )
     voters = int(comparisons["resumed"]["json"]["protocols"][1]["label"].split("-")[1])
-    assert all(sent[("sample", task)] == voters for task in tasks), "single's answers were asked again"
+    assert all(sent[("sample", task)] == voters for task in tasks), (
+        "single's answers were asked again"
+    )
     assert all(sent[("debate", task)] > 0 for task in tasks[2:])
     assert comparisons["again"]["prompts"] == [], "a finished comparison sends nothing"
 
 
 def test_the_two_processes_together_send_what_one_sends(comparisons: dict[str, Any]) -> None:
-    whole, first, resumed = (Counter(comparisons[k]["prompts"]) for k in ("whole", "stopped", "resumed"))
-    assert resumed <= whole, "the resumed comparison asked something the uninterrupted one never did"
+    whole, first, resumed = (
+        Counter(comparisons[k]["prompts"]) for k in ("whole", "stopped", "resumed")
+    )
+    assert resumed <= whole, (
+        "the resumed comparison asked something the uninterrupted one never did"
+    )
     assert whole <= first + resumed, "a call was lost"
-    assert sum((first + resumed - whole).values()) <= 6, "only the cut-off debate's calls are sent twice"
+    assert sum((first + resumed - whole).values()) <= 6, (
+        "only the cut-off debate's calls are sent twice"
+    )

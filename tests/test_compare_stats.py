@@ -20,7 +20,7 @@ Z95 = 1.959963984540054
 
 
 def coverage(interval: Any, n: int, p: float) -> float:
-    """The exact chance that the interval of k right out of n, k ~ Binomial(n, p), holds p."""
+    """Return the exact chance that the interval of k right out of n, k ~ Binomial(n, p), holds p."""
     return sum(
         math.comb(n, k) * p**k * (1 - p) ** (n - k)
         for k in range(n + 1)
@@ -168,7 +168,7 @@ def test_a_budget_sizes_an_odd_vote_nearest_it(ratio: float, k: int) -> None:
 
 
 def vote_state(problem: str, said: list[str]) -> Any:
-    """A finished vote: voter i said ``said[i]`` with the same confidence as every other voter."""
+    """Return a finished vote: voter i said ``said[i]`` with the same confidence as every other voter."""
     agents = [{"id": f"generalist-{i}"} for i in range(1, len(said) + 1)]
     transcript = [
         {

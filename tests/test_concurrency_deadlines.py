@@ -18,11 +18,23 @@ from tests.support.openai_server import OpenAIServer, serving
 
 
 def config(tmp_path: Path) -> str:
-    agent = {"model": "openai:hang-model", "fallbackModels": ["openai:test-model"], "maxOutputTokens": 64}
+    agent = {
+        "model": "openai:hang-model",
+        "fallbackModels": ["openai:test-model"],
+        "maxOutputTokens": 64,
+    }
     path = tmp_path / "debate.json"
-    path.write_text(json.dumps({"agents": [{"id": "architect", "role": "architect", **agent},
-                                           {"id": "security", "role": "security", **agent}],
-                                "judge": {"id": "judge", "role": "judge", "model": "openai:test-model"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {"id": "architect", "role": "architect", **agent},
+                    {"id": "security", "role": "security", **agent},
+                ],
+                "judge": {"id": "judge", "role": "judge", "model": "openai:test-model"},
+            }
+        )
+    )
     return str(path)
 
 
@@ -35,7 +47,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> OpenAIServer:
 
 
 def run(tmp_path: Path, sync: bool) -> dict:
-    context = Context(config_file=config(tmp_path), rounds=1, timeout_s=1, max_concurrency=1, summarize=False)
+    context = Context(
+        config_file=config(tmp_path), rounds=1, timeout_s=1, max_concurrency=1, summarize=False
+    )
     graph, cfg = compile_debate(), {"configurable": {"thread_id": "t"}}
     if sync:
         return graph.invoke({"problem": "Design a cache"}, cfg, context=context)
@@ -45,7 +59,9 @@ def run(tmp_path: Path, sync: bool) -> dict:
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["invoke", "ainvoke"])
-def test_requests_open_at_the_server_never_pass_the_limit(server: OpenAIServer, tmp_path: Path, sync: bool) -> None:
+def test_requests_open_at_the_server_never_pass_the_limit(
+    server: OpenAIServer, tmp_path: Path, sync: bool
+) -> None:
     values = run(tmp_path, sync)
     assert values["solution"], "the fallback answered every call"
     hung = [r for r in server.requests if (r["body"] or {}).get("model") == "hang-model"]

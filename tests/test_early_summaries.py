@@ -25,12 +25,18 @@ def context() -> Context:
 
 
 def run(thread: str = "t") -> tuple[list[str], dict[str, Any]]:
-    """The debate's node updates in order, and its final values."""
+    """Return the debate's node updates in order, and its final values."""
     graph, config = compile_debate(), {"configurable": {"thread_id": thread}}
-    nodes = [node for update in graph.stream({"problem": "Design a rate limiter"}, config, context=context(),
-                                             stream_mode="updates") for node in update]
-    return [n for n in nodes if n in ("summarize", "propose", "critique", "refine", "synthesize")], \
-        dict(graph.get_state(config).values)
+    nodes = [
+        node
+        for update in graph.stream(
+            {"problem": "Design a rate limiter"}, config, context=context(), stream_mode="updates"
+        )
+        for node in update
+    ]
+    return [
+        n for n in nodes if n in ("summarize", "propose", "critique", "refine", "synthesize")
+    ], dict(graph.get_state(config).values)
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +52,29 @@ def test_the_judges_summary_is_made_beside_the_last_refinements(early) -> None:
     nodes, out = early
     assert nodes[-2:] == ["refine", "synthesize"], nodes
     assert "summarize" not in nodes, "every summary of this debate could be made beside a phase"
-    last_refine = min(t["seq"] for t in out["transcript"] if (t["kind"], t["round"]) == ("refinement", ROUNDS))
+    last_refine = min(
+        t["seq"] for t in out["transcript"] if (t["kind"], t["round"]) == ("refinement", ROUNDS)
+    )
     synthesis = out["transcript"][-1]
     named = next(r for r in out["summary_log"] if r["id"] == synthesis["view"]["summary_id"])
-    assert named["agent_id"] == "judge" and f"(made ahead of {ROUNDS}:synthesize)" in named["reason"]
-    assert named["through"] <= last_refine, "nothing the refinements wrote is claimed by the summary"
+    assert (
+        named["agent_id"] == "judge" and f"(made ahead of {ROUNDS}:synthesize)" in named["reason"]
+    )
+    assert named["through"] <= last_refine, (
+        "nothing the refinements wrote is claimed by the summary"
+    )
     view = synthesis["view"]
     assert view["from_seq"] == named["through"] and view["to_seq"] == synthesis["seq"]
-    assert view["turns"] == view["to_seq"] - view["from_seq"], "the judge sees every turn after its summary"
+    assert view["turns"] == view["to_seq"] - view["from_seq"], (
+        "the judge sees every turn after its summary"
+    )
 
 
-BEFORE = {"refine": ("critique", 0), "critique": ("refinement", -1), "synthesize": ("refinement", 0)}
+BEFORE = {
+    "refine": ("critique", 0),
+    "critique": ("refinement", -1),
+    "synthesize": ("refinement", 0),
+}
 """The phase a summary for a step is made beside: its turns' kind and round, relative to the step's."""
 
 
@@ -70,7 +88,9 @@ def test_every_summary_made_ahead_covers_only_what_existed_when_its_phase_began(
         kind, back = BEFORE[step]
         if (kind, int(round_no) + back) == ("refinement", 0):
             kind, back = "proposal", 0
-        began = min(t["seq"] for t in transcript if (t["kind"], t["round"]) == (kind, int(round_no) + back))
+        began = min(
+            t["seq"] for t in transcript if (t["kind"], t["round"]) == (kind, int(round_no) + back)
+        )
         assert record["through"] <= began, f"{record['id']} claims turns its phase had not written"
 
 
@@ -83,13 +103,21 @@ def test_views_fit_and_forget_nothing(early) -> None:
         assert 0 < view["prompt_tokens"] <= WINDOW - OUTPUT, turn["id"]
         covered = log[view["summary_id"]]["through"] if view["summary_id"] else 0
         assert view["from_seq"] == covered <= view["to_seq"], turn["id"]
-        shown = [t for t in transcript[view["from_seq"]:view["to_seq"]] if visible(t, turn["speaker"])]
+        shown = [
+            t for t in transcript[view["from_seq"] : view["to_seq"]] if visible(t, turn["speaker"])
+        ]
         # a refinement's own current proposal is shown in its history or quoted in its task
-        quoted = turn["kind"] == "refinement" and any(t["speaker"] == turn["speaker"] for t in shown)
-        assert view["turns"] in ({len(shown), len(shown) - 1} if quoted else {len(shown)}), turn["id"]
+        quoted = turn["kind"] == "refinement" and any(
+            t["speaker"] == turn["speaker"] for t in shown
+        )
+        assert view["turns"] in ({len(shown), len(shown) - 1} if quoted else {len(shown)}), turn[
+            "id"
+        ]
 
 
-def test_a_crash_beside_a_phase_resumes_to_the_same_debate(early, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crash_beside_a_phase_resumes_to_the_same_debate(
+    early, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _, whole = early
     made = summaries.summarize
     crashed: list[str] = []
@@ -107,7 +135,10 @@ def test_a_crash_beside_a_phase_resumes_to_the_same_debate(early, monkeypatch: p
     out = graph.invoke(None, config)
     assert crashed
     fields = ("id", "content", "view")
-    assert [[t[f] for f in fields] for t in out["transcript"]] == [[t[f] for f in fields] for t in whole["transcript"]]
+    assert [[t[f] for f in fields] for t in out["transcript"]] == [
+        [t[f] for f in fields] for t in whole["transcript"]
+    ]
     fields = ("agent_id", "through", "text", "reason")
     assert [[r[f] for f in fields] for r in out["summary_log"]] == [
-        [r[f] for f in fields] for r in whole["summary_log"]]
+        [r[f] for f in fields] for r in whole["summary_log"]
+    ]

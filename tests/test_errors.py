@@ -28,21 +28,41 @@ def exception_classes() -> dict[str, type[BaseException]]:
     found = {}
     for name, _ in modules():
         for attr, value in vars(importlib.import_module(name)).items():
-            if inspect.isclass(value) and issubclass(value, BaseException) and value.__module__ == name:
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == name
+            ):
                 found[attr] = value
     return found
 
 
 def test_every_error_of_the_engine_has_the_one_base_or_says_why_not() -> None:
-    stray = {n for n, cls in exception_classes().items() if not issubclass(cls, DebateError)} - set(INTERNAL)
-    assert stray == set(), f"exceptions that would reach the user without an exit code: {sorted(stray)}"
+    stray = {n for n, cls in exception_classes().items() if not issubclass(cls, DebateError)} - set(
+        INTERNAL
+    )
+    assert stray == set(), (
+        f"exceptions that would reach the user without an exit code: {sorted(stray)}"
+    )
 
 
-@pytest.mark.parametrize(("name", "code"), [
-    ("UserError", 2), ("ConfigError", 2), ("ModelConfigError", 2), ("BudgetError", 2), ("StorageError", 2),
-    ("ThreadBusy", 2), ("ProviderError", 3), ("CallFailed", 3), ("LocalModelError", 3),
-    ("SummarizationAborted", 4), ("StorageFailure", 5), ("OutputFailed", 6),
-])
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("UserError", 2),
+        ("ConfigError", 2),
+        ("ModelConfigError", 2),
+        ("BudgetError", 2),
+        ("StorageError", 2),
+        ("ThreadBusy", 2),
+        ("ProviderError", 3),
+        ("CallFailed", 3),
+        ("LocalModelError", 3),
+        ("SummarizationAborted", 4),
+        ("StorageFailure", 5),
+        ("OutputFailed", 6),
+    ],
+)
 def test_each_error_carries_its_exit_code(name: str, code: int) -> None:
     assert exception_classes()[name].exit_code == code
 
@@ -55,12 +75,22 @@ def test_a_signal_s_exit_code_is_the_shell_s() -> None:
 
 def test_the_command_line_maps_errors_by_the_base_alone() -> None:
     tree = ast.parse((ROOT / "app" / "cli.py").read_text())
-    named = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-             for alias in node.names if alias.name.endswith(("Error", "Failed", "Failure", "Aborted", "Stopped"))}
-    assert named == {"DebateError", "ProviderError"}, named  # ProviderError: a client's own error, wrapped
+    named = {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name.endswith(("Error", "Failed", "Failure", "Aborted", "Stopped"))
+    }
+    assert named == {"DebateError", "ProviderError"}, (
+        named
+    )  # ProviderError: a client's own error, wrapped
 
 
 def test_the_base_imports_nothing_of_the_engine() -> None:
     source = (Path(ROOT) / "debate_engine" / "errors.py").read_text()
-    assert "debate_engine." not in "".join(ast.unparse(n) for n in ast.walk(ast.parse(source))
-                                           if isinstance(n, ast.Import | ast.ImportFrom))
+    assert "debate_engine." not in "".join(
+        ast.unparse(n)
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    )

@@ -28,43 +28,115 @@ from debate_engine.config.file import (
 from debate_engine.config.resolve import resolve
 from debate_engine.memory import SummarizationSettings
 
-BASE: dict[str, Any] = {"agents": [{"id": "a1", "role": "kiss", "model": "fake"},
-                                   {"id": "a2", "role": "security", "model": "fake"}],
-                        "judge": {"model": "fake"}, "debate": {"rounds": 2}}
-AGENT = {"id": "a9", "name": "Nine", "role": "testing", "model": "fake:words=9", "provider": "openrouter",
-         "temperature": 1.1, "enabled": False, "systemPromptPath": "PROMPT", "summaryPromptPath": "PROMPT",
-         "clarificationPromptPath": "PROMPT", "summarization": {"threshold": 777}, "contextWindow": 4096,
-         "maxOutputTokens": 300, "fallbackModels": ["fake:words=3"]}
-DEBATE = {"rounds": 5, "terminationCondition": {"type": "convergence"}, "synthesisMethod": "voting",
-          "includeFullHistory": False, "timeoutPerRound": 9000, "interactiveClarifications": True,
-          "clarificationsMaxPerAgent": 1, "summarization": {"threshold": 999}, "contextWindow": 4096,
-          "maxOutputTokens": 300, "maxConcurrency": 2}
+BASE: dict[str, Any] = {
+    "agents": [
+        {"id": "a1", "role": "kiss", "model": "fake"},
+        {"id": "a2", "role": "security", "model": "fake"},
+    ],
+    "judge": {"model": "fake"},
+    "debate": {"rounds": 2},
+}
+AGENT = {
+    "id": "a9",
+    "name": "Nine",
+    "role": "testing",
+    "model": "fake:words=9",
+    "provider": "openrouter",
+    "temperature": 1.1,
+    "enabled": False,
+    "systemPromptPath": "PROMPT",
+    "summaryPromptPath": "PROMPT",
+    "clarificationPromptPath": "PROMPT",
+    "summarization": {"threshold": 777},
+    "contextWindow": 4096,
+    "maxOutputTokens": 300,
+    "fallbackModels": ["fake:words=3"],
+}
+DEBATE = {
+    "rounds": 5,
+    "terminationCondition": {"type": "convergence"},
+    "synthesisMethod": "voting",
+    "includeFullHistory": False,
+    "timeoutPerRound": 9000,
+    "interactiveClarifications": True,
+    "clarificationsMaxPerAgent": 1,
+    "summarization": {"threshold": 999},
+    "contextWindow": 4096,
+    "maxOutputTokens": 300,
+    "maxConcurrency": 2,
+}
 TERMINATION = {"type": "convergence", "threshold": 7.0, "minRound": 3}
 SPEND = {"maxTokens": 10**9, "maxCost": 5.0}
 PRICE = {"input": 1.0, "output": 2.0, "cacheRead": 0.5, "cacheWrite": 1.5}
-SUMMARIZATION = {"enabled": False, "threshold": 111, "maxLength": 999, "method": "fresh", "promptPath": "PROMPT",
-                 "tokenLimit": 50, "triggerTokenRatio": 0.5, "resetTokenRatio": 0.4, "everyNTurns": 3,
-                 "minMessages": 5, "cooldownMessages": 7, "preserveRecent": 4, "maxSummaryChainDepth": 1,
-                 "abortOnFailure": True}
-CONTEXT = {"model": "fake:words=7", "agents": "a1", "humans": "pat", "rounds": 4, "config_file": "CONFIG", "clarify": True,
-           "max_questions": 1, "summarize": False, "summary_method": "fresh", "summary_threshold": 321,
-           "summary_max_length": 700, "trigger_ratio": 0.6, "context_window": 4096, "max_output_tokens": 300,
-           "max_concurrency": 3, "timeout_s": 7.0, "max_tokens": 10**9, "briefings": {"1": "Note."},
-           "reply_notes": {"1": "Note."}, "stop_rule": "convergence", "synthesis_method": "merge", "max_cost": 9.0}
-ROUNDTABLE = {"turns": 7, "order": "moderator", "summary_every": 9, "view_system": 500, "view_summary": 300,
-              "view_recent": 900}
+SUMMARIZATION = {
+    "enabled": False,
+    "threshold": 111,
+    "maxLength": 999,
+    "method": "fresh",
+    "promptPath": "PROMPT",
+    "tokenLimit": 50,
+    "triggerTokenRatio": 0.5,
+    "resetTokenRatio": 0.4,
+    "everyNTurns": 3,
+    "minMessages": 5,
+    "cooldownMessages": 7,
+    "preserveRecent": 4,
+    "maxSummaryChainDepth": 1,
+    "abortOnFailure": True,
+}
+CONTEXT = {
+    "model": "fake:words=7",
+    "agents": "a1",
+    "humans": "pat",
+    "rounds": 4,
+    "config_file": "CONFIG",
+    "clarify": True,
+    "max_questions": 1,
+    "summarize": False,
+    "summary_method": "fresh",
+    "summary_threshold": 321,
+    "summary_max_length": 700,
+    "trigger_ratio": 0.6,
+    "context_window": 4096,
+    "max_output_tokens": 300,
+    "max_concurrency": 3,
+    "timeout_s": 7.0,
+    "max_tokens": 10**9,
+    "briefings": {"1": "Note."},
+    "reply_notes": {"1": "Note."},
+    "stop_rule": "convergence",
+    "synthesis_method": "merge",
+    "max_cost": 9.0,
+}
+ROUNDTABLE = {
+    "turns": 7,
+    "order": "moderator",
+    "summary_every": 9,
+    "view_system": 500,
+    "view_summary": 300,
+    "view_recent": 900,
+}
 
 
 def keys(model: type[BaseModel]) -> set[str]:
     return {f.alias or name for name, f in model.model_fields.items()}
 
 
-@pytest.mark.parametrize(("model", "rows"), [
-    (AgentEntry, AGENT), (DebateSection, DEBATE), (Termination, TERMINATION), (SpendSection, SPEND),
-    (PriceEntry, PRICE), (SummarizationSettings, SUMMARIZATION),
-])
+@pytest.mark.parametrize(
+    ("model", "rows"),
+    [
+        (AgentEntry, AGENT),
+        (DebateSection, DEBATE),
+        (Termination, TERMINATION),
+        (SpendSection, SPEND),
+        (PriceEntry, PRICE),
+        (SummarizationSettings, SUMMARIZATION),
+    ],
+)
 def test_every_config_key_has_a_row(model: type[BaseModel], rows: dict[str, Any]) -> None:
-    assert keys(model) == set(rows), f"{model.__name__}: add a row for each new key, or drop a removed one"
+    assert keys(model) == set(rows), (
+        f"{model.__name__}: add a row for each new key, or drop a removed one"
+    )
     assert keys(DebateFile) == {"agents", "judge", "debate", "evaluators", "budget", "prices"}
 
 
@@ -84,17 +156,25 @@ def settings_of(tmp_path: Path, doc: dict[str, Any], context: Context | None = N
         return f"refused: {exc}"
 
 
-def changed(tmp_path: Path, doc: dict[str, Any], context: Context | None = None, base: Any = None) -> bool:
+def changed(
+    tmp_path: Path, doc: dict[str, Any], context: Context | None = None, base: Any = None
+) -> bool:
     before = settings_of(tmp_path, base or BASE, Context() if context is None else type(context)())
     after = settings_of(tmp_path, doc, context)
     return isinstance(after, str) or json.dumps(after, sort_keys=True, default=str) != json.dumps(
-        before, sort_keys=True, default=str)
+        before, sort_keys=True, default=str
+    )
 
 
 @pytest.mark.parametrize("key", sorted(AGENT))
 def test_each_agent_key_changes_the_settings_or_is_refused(tmp_path: Path, key: str) -> None:
-    first = {**BASE["agents"][0], "model": "gpt-4o-mini"} if key == "provider" else BASE["agents"][0]
-    base = {**BASE, "agents": [first, BASE["agents"][1], {"id": "a3", "role": "testing", "model": "fake"}]}
+    first = (
+        {**BASE["agents"][0], "model": "gpt-4o-mini"} if key == "provider" else BASE["agents"][0]
+    )
+    base = {
+        **BASE,
+        "agents": [first, BASE["agents"][1], {"id": "a3", "role": "testing", "model": "fake"}],
+    }
     doc = {**base, "agents": [{**first, key: AGENT[key]}, *base["agents"][1:]]}
     assert changed(tmp_path, doc, base=base), key
 
@@ -104,8 +184,10 @@ def test_each_debate_key_changes_the_settings_or_is_refused(tmp_path: Path, key:
     assert changed(tmp_path, {**BASE, "debate": {**BASE["debate"], key: DEBATE[key]}}), key
 
 
-@pytest.mark.parametrize(("section", "rows"), [("terminationCondition", TERMINATION), ("budget", SPEND),
-                                               ("summarization", SUMMARIZATION)])
+@pytest.mark.parametrize(
+    ("section", "rows"),
+    [("terminationCondition", TERMINATION), ("budget", SPEND), ("summarization", SUMMARIZATION)],
+)
 def test_each_key_of_a_nested_section_changes_the_settings_or_is_refused(
     tmp_path: Path, section: str, rows: dict[str, Any]
 ) -> None:
@@ -115,7 +197,10 @@ def test_each_key_of_a_nested_section_changes_the_settings_or_is_refused(
         elif section == "summarization":
             doc = {**BASE, "debate": {**BASE["debate"], "summarization": {key: value}}}
         else:
-            doc = {**BASE, "debate": {**BASE["debate"], section: {"type": "convergence", key: value}}}
+            doc = {
+                **BASE,
+                "debate": {**BASE["debate"], section: {"type": "convergence", key: value}},
+            }
         assert changed(tmp_path, doc), f"{section}.{key}"
 
 

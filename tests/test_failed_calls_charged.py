@@ -25,8 +25,25 @@ def test_a_failed_call_is_charged_and_counted_and_asked_again_on_resume(
     with serving(monkeypatch, words=30) as server:
         server.hang_s = 8
         server.faults.extend(["badtool", "hang"])
-        code = main(["run", "--model", "openai:test-model", "--timeout", "2", "--agents", "architect",
-                     "--rounds", "1", "--db", db, "--thread-id", "t", "--quiet", "Design a cache"])
+        code = main(
+            [
+                "run",
+                "--model",
+                "openai:test-model",
+                "--timeout",
+                "2",
+                "--agents",
+                "architect",
+                "--rounds",
+                "1",
+                "--db",
+                db,
+                "--thread-id",
+                "t",
+                "--quiet",
+                "Design a cache",
+            ]
+        )
         assert code == 3
         billed = server.usage_total()  # what the server reported for the unparseable reply
         assert billed > 0
@@ -34,22 +51,39 @@ def test_a_failed_call_is_charged_and_counted_and_asked_again_on_resume(
         assert main(["list", "--db", db]) == 0
         row = capsys.readouterr().out.splitlines()[1].split("\t")
         listed = int(row[6].split()[0])
-        assert listed >= billed, "the failed call's attempts are counted at once, the abandoned one estimated"
+        assert listed >= billed, (
+            "the failed call's attempts are counted at once, the abandoned one estimated"
+        )
         assert main(["resume", "t", "--db", db, "--quiet"]) == 0
     capsys.readouterr()
     assert main(["list", "--db", db]) == 0
     after = int(capsys.readouterr().out.splitlines()[1].split("\t")[6].split()[0])
     assert after > listed, "the finished debate's spend holds the failed attempts and the new ones"
     with SqliteSaver.from_conn_string(db) as saver:
-        values = compile_debate(checkpointer=saver).get_state({"configurable": {"thread_id": "t"}}).values
+        values = (
+            compile_debate(checkpointer=saver)
+            .get_state({"configurable": {"thread_id": "t"}})
+            .values
+        )
     proposal = values["transcript"][0]
     assert proposal["kind"] == "proposal" and proposal["content"]
-    assert [a["outcome"] for a in proposal["attempts"]] == ["unparsed", "timeout", "ok"], "asked once more, only"
-    charged = sum(a["usage"]["total_tokens"] for t in values["transcript"] for a in t.get("attempts") or []
-                  if a["usage"]) + sum(t["usage"]["total_tokens"] for t in values["transcript"]
-                                       if t["usage"] and not t.get("attempts"))
+    assert [a["outcome"] for a in proposal["attempts"]] == ["unparsed", "timeout", "ok"], (
+        "asked once more, only"
+    )
+    charged = sum(
+        a["usage"]["total_tokens"]
+        for t in values["transcript"]
+        for a in t.get("attempts") or []
+        if a["usage"]
+    ) + sum(
+        t["usage"]["total_tokens"]
+        for t in values["transcript"]
+        if t["usage"] and not t.get("attempts")
+    )
     total = values["spend"]["total"]
-    assert total["input_tokens"] + total["output_tokens"] >= charged, "every attempt is in the spend"
+    assert total["input_tokens"] + total["output_tokens"] >= charged, (
+        "every attempt is in the spend"
+    )
 
 
 def test_an_abandoned_request_is_charged_its_prompt_and_whole_allowance_marked_estimated(
@@ -60,8 +94,14 @@ def test_an_abandoned_request_is_charged_its_prompt_and_whole_allowance_marked_e
 
     with serving(monkeypatch, words=30) as server:
         server.always, server.hang_s = "hang", 5
-        request = Request(models=("openai:test-model",), system="s", user="Design a cache " * 20,
-                          temperature=0, max_tokens=77, timeout_s=0.5)
+        request = Request(
+            models=("openai:test-model",),
+            system="s",
+            user="Design a cache " * 20,
+            temperature=0,
+            max_tokens=77,
+            timeout_s=0.5,
+        )
         with pytest.raises(CallFailed) as failure:
             ask(request)
     attempt = failure.value.attempts[0]
@@ -79,14 +119,34 @@ def test_calls_that_fail_on_several_resumes_are_asked_again_each_time_in_a_fixed
     argv = ["--db", db, "--quiet"]
     with serving(monkeypatch, words=30) as server:
         server.always = "404"  # refused: billed nothing, not retried by the client
-        assert main(["run", "--model", "openai:test-model", "--agents", "kiss,security", "--rounds", "1",
-                     "--thread-id", "t", *argv, "Design a cache"]) == 3
+        assert (
+            main(
+                [
+                    "run",
+                    "--model",
+                    "openai:test-model",
+                    "--agents",
+                    "kiss,security",
+                    "--rounds",
+                    "1",
+                    "--thread-id",
+                    "t",
+                    *argv,
+                    "Design a cache",
+                ]
+            )
+            == 3
+        )
         assert main(["resume", "t", *argv]) == 3
         server.always = None
         assert main(["resume", "t", *argv]) == 0
     capsys.readouterr()
     with SqliteSaver.from_conn_string(db) as saver:
-        values = compile_debate(checkpointer=saver).get_state({"configurable": {"thread_id": "t"}}).values
+        values = (
+            compile_debate(checkpointer=saver)
+            .get_state({"configurable": {"thread_id": "t"}})
+            .values
+        )
     proposals = [t for t in values["transcript"] if t["kind"] == "proposal"]
     assert [t["speaker"] for t in proposals] == ["kiss", "security"]
     for turn in proposals:

@@ -22,8 +22,12 @@ from debate_engine.providers.fake import evaluate, stated_answers
 def test_the_population_spec_is_parsed_and_checked() -> None:
     assert parse_spec("fake:solve=0.6,conform=0.5").params == {"solve": "0.6", "conform": "0.5"}
     assert parse_spec("fake:words=7").params == {"words": "7"}  # the old specs still work
-    for bad, said in (("fake:solve=1.5", "probability between 0 and 1"), ("fake:solve=nan", "probability"),
-                      ("fake:conform=0.5", "needs solve=P"), ("fake:smart=1", "solve=P or conform=C")):
+    for bad, said in (
+        ("fake:solve=1.5", "probability between 0 and 1"),
+        ("fake:solve=nan", "probability"),
+        ("fake:conform=0.5", "needs solve=P"),
+        ("fake:smart=1", "solve=P or conform=C"),
+    ):
         with pytest.raises(ModelConfigError, match=said):
             parse_spec(bad)
 
@@ -43,15 +47,21 @@ def test_the_right_answer_comes_with_probability_solve_and_else_the_one_wrong_an
 
 
 def test_stated_answers_tell_the_agent_from_the_others() -> None:
-    prompt = ("### Proposal by kiss (round 1)\nMy answer is 5. x\n### Critique by architect of kiss (round 1)\n"
-              "My answer is 6. y\n### Critique by security of kiss (round 1)\nMy answer is 6. z\n## Your task\nQ")
+    prompt = (
+        "### Proposal by kiss (round 1)\nMy answer is 5. x\n### Critique by architect of kiss (round 1)\n"
+        "My answer is 6. y\n### Critique by security of kiss (round 1)\nMy answer is 6. z\n## Your task\nQ"
+    )
     assert stated_answers(prompt, "kiss") == (5, [6, 6])
 
 
-def _runs(graph: Any, name: str, votes: int, tasks: int, model: str = "fake:solve=0.6") -> list[dict[str, Any]]:
+def _runs(
+    graph: Any, name: str, votes: int, tasks: int, model: str = "fake:solve=0.6"
+) -> list[dict[str, Any]]:
     comparison = Comparison("t", {"sample": graph, "debate": graph}, jobs=16, quiet=True)
     chosen = protocol(name, Context(model=model, rounds=1), "generalist", votes)
-    return asyncio.run(run_protocol(comparison, chosen, builtin_tasks(f"builtin:arithmetic:{tasks}"), 1))
+    return asyncio.run(
+        run_protocol(comparison, chosen, builtin_tasks(f"builtin:arithmetic:{tasks}"), 1)
+    )
 
 
 def test_single_and_vote_match_the_binomial_formula_over_300_tasks() -> None:

@@ -27,19 +27,31 @@ def test_three_agents_two_rounds_have_every_phase_in_its_round(debate) -> None:
     assert kinds(out, 2) == Counter({"critique": 6, "refinement": 3, "synthesis": 1})
     assert kinds(out) == Counter({"proposal": 3, "critique": 12, "refinement": 6, "synthesis": 1})
     for r in (1, 2):
-        pairs = {(t["speaker"], t["target"]) for t in out["transcript"] if t["kind"] == "critique" and t["round"] == r}
+        pairs = {
+            (t["speaker"], t["target"])
+            for t in out["transcript"]
+            if t["kind"] == "critique" and t["round"] == r
+        }
         agents = ("architect", "performance", "security")
         assert pairs == {(a, b) for a in agents for b in agents if a != b}
     assert out["solution"]["structured"] and 0 <= out["solution"]["confidence"] <= 100
     status = out["status"]
-    assert (status["phase"], status["round"], status["rounds"], status["turns"]) == ("done", 2, 2, 22)
+    assert (status["phase"], status["round"], status["rounds"], status["turns"]) == (
+        "done",
+        2,
+        2,
+        22,
+    )
 
 
 def test_a_single_agent_skips_critique_and_refines_every_round(debate) -> None:
     out = debate(rounds=2, agents="kiss")
     assert kinds(out) == Counter({"proposal": 1, "refinement": 2, "synthesis": 1})
     assert [t["id"] for t in out["transcript"]] == [
-        "proposal:r1:kiss", "refinement:r1:kiss", "refinement:r2:kiss", "synthesis:r2:judge",
+        "proposal:r1:kiss",
+        "refinement:r1:kiss",
+        "refinement:r2:kiss",
+        "synthesis:r2:judge",
     ]
 
 
@@ -80,25 +92,42 @@ def test_invoke_ainvoke_stream_and_astream_give_the_same_debate() -> None:
 def test_a_new_input_on_a_used_thread_starts_a_clean_debate() -> None:
     graph = compile_debate()
     config = {"configurable": {"thread_id": "again"}}
-    first = graph.invoke({"problem": "First problem"}, config, context=Context(model="fake", agents="kiss", rounds=2))
+    first = graph.invoke(
+        {"problem": "First problem"}, config, context=Context(model="fake", agents="kiss", rounds=2)
+    )
     assert len(first["transcript"]) == 4
-    second = graph.invoke({"problem": "Second problem"}, config,
-                          context=Context(model="fake", agents="architect,security", rounds=1))
+    second = graph.invoke(
+        {"problem": "Second problem"},
+        config,
+        context=Context(model="fake", agents="architect,security", rounds=1),
+    )
     assert second["problem"] == "Second problem"
     assert second["transcript"][0]["seq"] == 0
     assert kinds(second) == Counter({"proposal": 2, "critique": 2, "refinement": 2, "synthesis": 1})
     assert all(t["speaker"] != "kiss" for t in second["transcript"])
     assert second["status"]["turns"] == 7 and second["status"]["problem"] == "Second problem"
-    earlier = [s.values for s in graph.get_state_history(config)
-               if s.values.get("problem") == "First problem" and s.values.get("solution")]
+    earlier = [
+        s.values
+        for s in graph.get_state_history(config)
+        if s.values.get("problem") == "First problem" and s.values.get("solution")
+    ]
     assert earlier and len(earlier[0]["transcript"]) == 4
 
 
 def test_resume_reads_the_settings_fixed_in_state_not_a_context() -> None:
     graph = compile_debate(interrupt_before=["refine"])
     config = {"configurable": {"thread_id": "fixed"}}
-    graph.invoke({"problem": "p"}, config, context=Context(
-        model="fake", agents="architect,security", rounds=2, context_window=2048, max_output_tokens=512))
+    graph.invoke(
+        {"problem": "p"},
+        config,
+        context=Context(
+            model="fake",
+            agents="architect,security",
+            rounds=2,
+            context_window=2048,
+            max_output_tokens=512,
+        ),
+    )
     pauses = 0
     while graph.get_state(config).next:
         assert graph.get_state(config).next == ("refine",)
@@ -127,7 +156,9 @@ def test_clarifications_interrupt_and_record_the_answers() -> None:
     arch, sec = clar["architect"]["content"], clar["security"]["content"]
     assert f"Q: {asked['architect'][0]}\nA: Use Redis 7." in arch
     assert f"Q: {asked['security'][0]}\nA: (no answer)" in sec
-    assert arch.count("A: ") == len(asked["architect"]) and sec.count("A: (no answer)") == len(asked["security"])
+    assert arch.count("A: ") == len(asked["architect"]) and sec.count("A: (no answer)") == len(
+        asked["security"]
+    )
     # clarifications are everyone's: each proposal saw both verbatim
     proposals = [t for t in out["transcript"] if t["kind"] == "proposal"]
     assert [t["view"]["turns"] for t in proposals] == [2, 2]
@@ -142,7 +173,9 @@ def test_the_calls_of_a_phase_are_in_flight_together() -> None:
     compile_debate(interrupt_after=["critique"]).invoke(
         {"problem": "p"},
         {"configurable": {"thread_id": "c"}, "callbacks": [spy]},
-        context=Context(model="fake:latency_ms=300", rounds=1, agents="architect,performance,security,testing"),
+        context=Context(
+            model="fake:latency_ms=300", rounds=1, agents="architect,performance,security,testing"
+        ),
     )
     spans = [(c["start"], c["end"]) for c in spy.calls.values() if c["phase"] == "critique"]
     assert len(spans) == 12 and all(end is not None for _, end in spans)

@@ -13,7 +13,9 @@ from tests.support.graph_runs import kinds
 
 
 def test_the_views_of_a_long_debate_use_summaries_of_their_own_perspective(debate) -> None:
-    out = debate(rounds=4, agents="architect,security", model="fake:words=200", summary_threshold=1500)
+    out = debate(
+        rounds=4, agents="architect,security", model="fake:words=200", summary_threshold=1500
+    )
     log = out["summary_log"]
     assert log and all(r["status"] == "ok" for r in log)
     by_id = {r["id"]: r for r in log}
@@ -34,7 +36,11 @@ def test_summarizing_off_never_summarizes(debate) -> None:
 def from_config(tmp_path: Path, data: str, **context: Any) -> tuple[Any, dict[str, Any], Context]:
     config = tmp_path / "c.json"
     config.write_text(data)
-    return compile_debate(), {"configurable": {"thread_id": "t"}}, Context(config_file=str(config), **context)
+    return (
+        compile_debate(),
+        {"configurable": {"thread_id": "t"}},
+        Context(config_file=str(config), **context),
+    )
 
 
 def test_a_failing_summarizer_loses_nothing(tmp_path: Path) -> None:
@@ -65,7 +71,9 @@ def test_abort_on_failure_stops_the_run_and_keeps_the_turns(tmp_path: Path) -> N
     assert kept and kept[0]["id"] == "proposal:r1:a"
 
 
-def test_a_custom_summary_prompt_is_really_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_custom_summary_prompt_is_really_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prompt = tmp_path / "summary.md"
     prompt.write_text("CUSTOM-SUMMARY-PROMPT: keep every number.")
     graph, thread, context = from_config(
@@ -90,4 +98,6 @@ def test_a_custom_summary_prompt_is_really_used(tmp_path: Path, monkeypatch: pyt
     # custom instructions in its task at the end
     agent_a = out["settings"]["agents"][0]["system_prompt"]
     assert all(system == agent_a and user.startswith("## Problem\np") for system, user in custom)
-    assert all(user.rindex("CUSTOM-SUMMARY-PROMPT") > user.rindex("## Your task") for _, user in custom)
+    assert all(
+        user.rindex("CUSTOM-SUMMARY-PROMPT") > user.rindex("## Your task") for _, user in custom
+    )

@@ -15,7 +15,7 @@ ROLES = ("architect", "performance", "security", "testing", "kiss")
 
 
 def history_headings(user: str) -> list[str]:
-    """The headings of the verbatim history section of a prompt."""
+    """Return the headings of the verbatim history section of a prompt."""
     if "## Recent history, verbatim" not in user:
         return []
     section = user.split("## Recent history, verbatim", 1)[1].split("## Your task", 1)[0]
@@ -23,7 +23,7 @@ def history_headings(user: str) -> list[str]:
 
 
 def allowed_heading(heading: str, viewer: str) -> bool:
-    """What ``viewer`` may see verbatim: its own positions, critiques of itself, the shared clarifications."""
+    """Return what ``viewer`` may see verbatim: its own positions, critiques of itself, the shared clarifications."""
     if heading.startswith("Clarifications asked by "):
         return True
     if m := re.fullmatch(r"(Proposal|Refinement) by (\S+) \(round \d+\)", heading):
@@ -33,7 +33,9 @@ def allowed_heading(heading: str, viewer: str) -> bool:
     return False
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     n_agents=st.integers(1, 3),
     rounds=st.integers(1, 3),
@@ -49,8 +51,13 @@ def test_every_turn_is_numbered_budgeted_and_sees_only_its_perspective(
     out = compile_debate().invoke(
         {"problem": "Design a rate limiter for rate_limiter.py"},
         {"configurable": {"thread_id": "inv"}, "callbacks": [spy]},
-        context=Context(model=f"fake:words={words}", agents=",".join(agents), rounds=rounds,
-                        context_window=window, max_output_tokens=512),
+        context=Context(
+            model=f"fake:words={words}",
+            agents=",".join(agents),
+            rounds=rounds,
+            context_window=window,
+            max_output_tokens=512,
+        ),
     )
     transcript = out["transcript"]
     assert [t["seq"] for t in transcript] == list(range(len(transcript)))
@@ -69,17 +76,30 @@ def test_every_turn_is_numbered_budgeted_and_sees_only_its_perspective(
         speaker = turn["speaker"]
         summary = summaries.get(view["summary_id"]) if view["summary_id"] else None
         if view["summary_id"]:
-            assert summary is not None and summary["agent_id"] == speaker and summary["status"] == "ok"
+            assert (
+                summary is not None and summary["agent_id"] == speaker and summary["status"] == "ok"
+            )
             assert summary["through"] <= view["to_seq"]
         # no forgetting: the verbatim part starts where the summary's coverage ends (or earlier)
         assert view["from_seq"] <= (summary["through"] if summary else 0), turn["id"]
-        shown = [t for t in perspective(transcript[: view["to_seq"]], speaker) if t["seq"] >= view["from_seq"]]
-        assert view["turns"] == len(shown), turn["id"]  # a refinement's own position too: it stays in the history
+        shown = [
+            t
+            for t in perspective(transcript[: view["to_seq"]], speaker)
+            if t["seq"] >= view["from_seq"]
+        ]
+        assert view["turns"] == len(shown), turn[
+            "id"
+        ]  # a refinement's own position too: it stays in the history
 
     views = {(t["speaker"], t["kind"], t["round"]): t["view"] for t in transcript}
-    agent_calls = [c for c in spy.calls.values() if c["agent_id"] in agents and "summarizer" not in c["tags"]]
+    agent_calls = [
+        c for c in spy.calls.values() if c["agent_id"] in agents and "summarizer" not in c["tags"]
+    ]
     assert len(agent_calls) == len(transcript) - 1
     for call in agent_calls:
         headings = history_headings(call["user"])
-        assert all(allowed_heading(h, call["agent_id"]) for h in headings), (call["agent_id"], headings)
+        assert all(allowed_heading(h, call["agent_id"]) for h in headings), (
+            call["agent_id"],
+            headings,
+        )
         assert len(headings) == views[(call["agent_id"], call["kind"], call["round"])]["turns"]

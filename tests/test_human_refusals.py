@@ -21,14 +21,28 @@ def test_a_queued_debate_refuses_a_person_naming_the_seat() -> None:
 
 
 def test_a_comparison_refuses_a_person(tmp_path: Path) -> None:
-    argv = ["compare", "builtin:arithmetic:2", "--model", "fake", "--agents", "architect,human", "--protocols",
-            "single", "--db", str(tmp_path / "c.sqlite")]
+    argv = [
+        "compare",
+        "builtin:arithmetic:2",
+        "--model",
+        "fake",
+        "--agents",
+        "architect,human",
+        "--protocols",
+        "single",
+        "--db",
+        str(tmp_path / "c.sqlite"),
+    ]
     assert main(argv) == 2
     assert not (tmp_path / "c.sqlite").exists() or (tmp_path / "c.sqlite").stat().st_size == 0
 
 
-def test_a_fork_of_a_debate_with_a_person_checks_only_the_models_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    context = Context(model="openai:gpt-4o-mini", agents="architect,security", humans="pat", rounds=2)
+def test_a_fork_of_a_debate_with_a_person_checks_only_the_models_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    context = Context(
+        model="openai:gpt-4o-mini", agents="architect,security", humans="pat", rounds=2
+    )
     values = {"settings": resolve(context), "context": context_dict(context)}
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fork-person")
     _, settings = fork_settings(values, Changes(rounds=3), 1)
@@ -39,12 +53,34 @@ def test_input_that_ends_before_an_answer_keeps_the_question_pending(tmp_path: P
     from tests.test_human_cli import ALICE, TEAM, mine, run, typed
 
     db, out = str(tmp_path / "d.db"), tmp_path / "s.json"
-    cut = run("run", "--model", "fake", *TEAM, "--rounds", "1", "--human", "alice", "--db", db, "--thread-id", "t",
-              "Design a rate limiter", stdin=typed("Token bucket per key", "c1"))  # then the input ends
+    cut = run(
+        "run",
+        "--model",
+        "fake",
+        *TEAM,
+        "--rounds",
+        "1",
+        "--human",
+        "alice",
+        "--db",
+        db,
+        "--thread-id",
+        "t",
+        "Design a rate limiter",
+        stdin=typed("Token bucket per key", "c1"),
+    )  # then the input ends
     assert cut.returncode == 2 and "the input ended before human:alice's answer" in cut.stderr
     assert "Traceback" not in cut.stderr and "passed" not in cut.stderr
     done = run("resume", "t", "--db", db, "--output", str(out), stdin=typed("c2", "c3", "refined"))
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count("your turn: Critique") == 2  # c1, typed before the input ended, was kept
-    assert [t["content"] for t in mine(out)] == ["Token bucket per key", "c1", "c2", "c3", "refined"]
+    assert (
+        done.stderr.count("your turn: Critique") == 2
+    )  # c1, typed before the input ended, was kept
+    assert [t["content"] for t in mine(out)] == [
+        "Token bucket per key",
+        "c1",
+        "c2",
+        "c3",
+        "refined",
+    ]
     assert all(t["speaker"] == ALICE for t in mine(out))

@@ -35,9 +35,15 @@ def run(method: str) -> dict[str, Any]:
         return compile_debate().invoke(
             {"problem": f"Design a rate limiter for tenant_51_9epxb ({method})"},
             {"configurable": {"thread_id": "x"}},
-            context=Context(model="fake:words=100", rounds=ROUNDS, agents=",".join(AGENTS), context_window=WINDOW,
-                            max_output_tokens=OUTPUT, summary_method=method,
-                            summary_threshold=5000),  # the seed's character trigger: summaries every round
+            context=Context(
+                model="fake:words=100",
+                rounds=ROUNDS,
+                agents=",".join(AGENTS),
+                context_window=WINDOW,
+                max_output_tokens=OUTPUT,
+                summary_method=method,
+                summary_threshold=5000,
+            ),  # the seed's character trigger: summaries every round
         )
 
 
@@ -47,7 +53,7 @@ def debate_run(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
 
 
 def visible(turn: dict[str, Any], viewer: str) -> bool:
-    """The perspective rule, written out here rather than taken from the engine."""
+    """Return the perspective rule, written out here rather than taken from the engine."""
     if turn["kind"] in SHARED:
         return True
     if viewer == "judge":
@@ -76,8 +82,9 @@ def test_the_debate_ran_all_rounds_and_summarized(debate_run) -> None:
     assert transcript[-1]["kind"] == "synthesis" and transcript[-1]["view"] is not None
     assert out["solution"] is not None
     # 3 proposals, then per round 6 critiques and 3 refinements, then the synthesis.
-    assert sum(t["kind"] in ("proposal", "critique", "refinement", "synthesis") for t in transcript) == (
-        3 + ROUNDS * (6 + 3) + 1)
+    assert sum(
+        t["kind"] in ("proposal", "critique", "refinement", "synthesis") for t in transcript
+    ) == (3 + ROUNDS * (6 + 3) + 1)
     assert all(t["view"] is not None for t in transcript if t["model"] is not None)
     assert set(chains(out)) == {*AGENTS, "judge"}, "every perspective needed summaries"
     assert all(r["status"] == "ok" for r in out["summary_log"]), "the fake model never fails"
@@ -96,7 +103,9 @@ def test_every_view_was_built_when_its_phase_started(debate_run) -> None:
     _, out = debate_run
     transcript = out["transcript"]
     for turn in written(out):
-        phase_start = min(t["seq"] for t in transcript if (t["kind"], t["round"]) == (turn["kind"], turn["round"]))
+        phase_start = min(
+            t["seq"] for t in transcript if (t["kind"], t["round"]) == (turn["kind"], turn["round"])
+        )
         assert turn["view"]["to_seq"] == phase_start <= turn["seq"], turn["id"]
 
 
@@ -113,7 +122,9 @@ def test_no_view_forgets_anything(debate_run) -> None:
         named = log.get(view["summary_id"])
         assert named is not None, f"{turn['id']} names a summary that is not in the log"
         assert named["status"] == "ok" and named["agent_id"] == turn["speaker"]
-        assert named["through"] >= view["from_seq"], f"{turn['id']}: turns {named['through']}..{view['from_seq']} lost"
+        assert named["through"] >= view["from_seq"], (
+            f"{turn['id']}: turns {named['through']}..{view['from_seq']} lost"
+        )
         assert view["from_seq"] == named["through"] <= view["to_seq"], turn["id"]
 
 
@@ -122,7 +133,7 @@ def test_every_view_shows_every_uncovered_perspective_turn(debate_run) -> None:
     transcript = out["transcript"]
     for turn in written(out):
         view, speaker = turn["view"], turn["speaker"]
-        window = [t for t in transcript[view["from_seq"]:view["to_seq"]] if visible(t, speaker)]
+        window = [t for t in transcript[view["from_seq"] : view["to_seq"]] if visible(t, speaker)]
         # a refinement's own position stays in its history (the task quotes it only when the history cannot show it)
         assert view["turns"] == len(window), turn["id"]
 
@@ -134,8 +145,14 @@ def test_the_synthesis_sees_the_whole_debate_through_its_summary(debate_run) -> 
     assert synthesis["speaker"] == "judge" and view["to_seq"] == synthesis["seq"]
     named = {r["id"]: r for r in out["summary_log"]}.get(view["summary_id"])
     assert named is not None, "40 rounds do not fit the judge's window without a summary"
-    assert named["status"] == "ok" and named["agent_id"] == "judge" and named["through"] == view["from_seq"]
-    assert view["turns"] == view["to_seq"] - view["from_seq"], "the judge sees every turn but the synthesis"
+    assert (
+        named["status"] == "ok"
+        and named["agent_id"] == "judge"
+        and named["through"] == view["from_seq"]
+    )
+    assert view["turns"] == view["to_seq"] - view["from_seq"], (
+        "the judge sees every turn but the synthesis"
+    )
     assert view["prompt_tokens"] <= BUDGET_TOKENS
 
 
@@ -150,7 +167,9 @@ def test_every_summary_was_given_every_turn_it_covers(debate_run) -> None:
         for record in records:
             assert record["through"] <= len(transcript)
             if previous is not None:
-                assert record["through"] >= previous["through"], f"{record['id']} covers less than its predecessor"
+                assert record["through"] >= previous["through"], (
+                    f"{record['id']} covers less than its predecessor"
+                )
             if record["parent_id"] is None:
                 # A chain's start (or a fresh re-read) read the whole perspective below `through`.
                 assert previous is None or method == "fresh", f"{record['id']} dropped its chain"
@@ -160,8 +179,11 @@ def test_every_summary_was_given_every_turn_it_covers(debate_run) -> None:
             else:
                 assert previous is not None and record["parent_id"] == previous["id"], record["id"]
                 material = previous["tokens_after"] + sum(
-                    t["tokens"] for t in seen if previous["through"] <= t["seq"] < record["through"])
-            assert record["tokens_before"] == material, f"{record['id']} was not given all it covers"
+                    t["tokens"] for t in seen if previous["through"] <= t["seq"] < record["through"]
+                )
+            assert record["tokens_before"] == material, (
+                f"{record['id']} was not given all it covers"
+            )
             previous = record
     if method == "fresh":
         assert rereads > 0, "the fresh strategy re-read a whole perspective at least once"
@@ -178,7 +200,9 @@ def test_the_chain_restarts_at_its_depth_cap(debate_run) -> None:
                 assert record["depth"] == 0 and "depth cap" in record["reason"], record["id"]
                 restarts += 1
             else:
-                assert record["depth"] == parent["depth"] + 1 and "depth cap" not in record["reason"], record["id"]
+                assert (
+                    record["depth"] == parent["depth"] + 1 and "depth cap" not in record["reason"]
+                ), record["id"]
         assert max(r["depth"] for r in records) <= MAX_DEPTH
     assert restarts > 0, f"40 rounds with a 4K window reach the depth cap ({method})"
 
@@ -187,19 +211,37 @@ def test_no_view_forgets_with_long_agent_ids_and_full_prompts(tmp_path: Path) ->
     """ENGINE BUG reproduction: config ids are free text; with long ones ``turn_cost`` under-counts each
     critique's heading, so when system prompt, task and summary fill their slices and only the overflow rule
     is on, a view leaves out turns its summary does not cover."""
-    ids = ("principal_platform_architect_emea_region", "site_reliability_engineer_oncall_emea_region",
-           "application_security_reviewer_emea_region")
+    ids = (
+        "principal_platform_architect_emea_region",
+        "site_reliability_engineer_oncall_emea_region",
+        "application_security_reviewer_emea_region",
+    )
     system = tmp_path / "system.md"
     system.write_text("You are a careful reviewer. " * 400)
     config = tmp_path / "debate.json"
-    config.write_text(json.dumps({
-        "agents": [{"id": i, "role": r, "systemPromptPath": str(system)} for i, r in zip(ids, AGENTS, strict=True)],
-        "debate": {"rounds": 9, "summarization": {"threshold": 0, "triggerTokenRatio": 2.0}},
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "agents": [
+                    {"id": i, "role": r, "systemPromptPath": str(system)}
+                    for i, r in zip(ids, AGENTS, strict=True)
+                ],
+                "debate": {
+                    "rounds": 9,
+                    "summarization": {"threshold": 0, "triggerTokenRatio": 2.0},
+                },
+            }
+        )
+    )
     out = compile_debate().invoke(
         {"problem": "Design a rate limiter. " + "Requirement: tenants share quotas fairly. " * 400},
         {"configurable": {"thread_id": "long-ids"}},
-        context=Context(model="fake:words=40", config_file=str(config), context_window=2048, max_output_tokens=256),
+        context=Context(
+            model="fake:words=40",
+            config_file=str(config),
+            context_window=2048,
+            max_output_tokens=256,
+        ),
     )
     log = {r["id"]: r for r in out["summary_log"]}
 
@@ -207,5 +249,9 @@ def test_no_view_forgets_with_long_agent_ids_and_full_prompts(tmp_path: Path) ->
         named = turn["view"]["summary_id"]
         return log[named]["through"] if named else 0
 
-    lost = [(t["id"], covered(t), t["view"]["from_seq"]) for t in written(out) if t["view"]["from_seq"] != covered(t)]
+    lost = [
+        (t["id"], covered(t), t["view"]["from_seq"])
+        for t in written(out)
+        if t["view"]["from_seq"] != covered(t)
+    ]
     assert not lost, f"views that skipped turns (id, summary covers below, view starts at): {lost}"

@@ -22,8 +22,13 @@ WORDS = 300
 """Each debater reply: 300 words, about 400 tokens."""
 
 
-def probe(monkeypatch: pytest.MonkeyPatch, context: Context, plant: list[int], protocol: str = "phases",
-          facts: int = 20) -> dict[str, Any]:
+def probe(
+    monkeypatch: pytest.MonkeyPatch,
+    context: Context,
+    plant: list[int],
+    protocol: str = "phases",
+    facts: int = 20,
+) -> dict[str, Any]:
     planted = make_facts(facts, plant)
     with OpenAIServer(words=WORDS) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
@@ -36,12 +41,23 @@ def probe(monkeypatch: pytest.MonkeyPatch, context: Context, plant: list[int], p
 
 def kept(result: dict[str, Any]) -> list[tuple[str, str, int, float]]:
     """Every debater prompt that lost a fact: (agent, kind, round, share)."""
-    return [(p["agent"], p["kind"], p["round"], p["share"]) for p in result["prompts"] if p["share"] < 1.0]
+    return [
+        (p["agent"], p["kind"], p["round"], p["share"])
+        for p in result["prompts"]
+        if p["share"] < 1.0
+    ]
 
 
 def phases(rounds: int, out: int, method: str = "rolling", summarize: bool = True) -> Context:
-    return Context(model="openai:test-model", rounds=rounds, agents="architect,performance,security",
-                   context_window=4096, max_output_tokens=out, summary_method=method, summarize=summarize)
+    return Context(
+        model="openai:test-model",
+        rounds=rounds,
+        agents="architect,performance,security",
+        context_window=4096,
+        max_output_tokens=out,
+        summary_method=method,
+        summarize=summarize,
+    )
 
 
 @pytest.mark.parametrize("out", [512, 1024])
@@ -57,7 +73,9 @@ def test_every_fact_in_every_later_prompt_and_the_judge_s_over_five_rounds(
     assert [r["identifiers_min"] for r in result["rows"]] == [1.0] * len(result["rows"])
 
 
-def test_without_summaries_the_facts_are_lost_so_the_test_can_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_summaries_the_facts_are_lost_so_the_test_can_fail(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     result = probe(monkeypatch, phases(5, 512, summarize=False), [1])
     assert result["summaries"] == 0
     assert kept(result) and result["judge"] < 1.0
@@ -76,8 +94,13 @@ def test_every_fact_planted_in_rounds_one_and_eight_over_twenty_rounds(
 @pytest.mark.integration  # about 25 s each: `make test`
 @pytest.mark.parametrize("out", [512, 1024])
 def test_every_fact_over_a_300_turn_roundtable(out: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    context = RoundtableContext(model="openai:test-model", turns=300, agents="architect,performance,security",
-                                context_window=4096, max_output_tokens=out)
+    context = RoundtableContext(
+        model="openai:test-model",
+        turns=300,
+        agents="architect,performance,security",
+        context_window=4096,
+        max_output_tokens=out,
+    )
     result = probe(monkeypatch, context, [1], protocol="roundtable")
     assert result["summaries"] >= 5
     assert kept(result) == [] and result["judge"] == 1.0

@@ -21,14 +21,22 @@ from debate_engine.providers.secrets import redact
 
 
 def test_specs_parse_into_provider_name_and_parameters() -> None:
-    assert (parse_spec("openai:gpt-4o-mini").provider, parse_spec("openai:gpt-4o-mini").name) == ("openai", "gpt-4o-mini")
+    assert (parse_spec("openai:gpt-4o-mini").provider, parse_spec("openai:gpt-4o-mini").name) == (
+        "openai",
+        "gpt-4o-mini",
+    )
     spec = parse_spec("openrouter:anthropic/claude-3.5-sonnet")
     assert (spec.provider, spec.name) == ("openrouter", "anthropic/claude-3.5-sonnet")
     assert str(spec) == "openrouter:anthropic/claude-3.5-sonnet"
     assert parse_spec("local:smollm2").name == "smollm2"
     assert parse_spec("fake").params == {} and str(parse_spec("fake")) == "fake"
     fake = parse_spec("fake:words=300,latency_ms=500,structured=false,fail=transport")
-    assert fake.params == {"words": "300", "latency_ms": "500", "structured": "false", "fail": "transport"}
+    assert fake.params == {
+        "words": "300",
+        "latency_ms": "500",
+        "structured": "false",
+        "fail": "transport",
+    }
 
 
 @pytest.mark.parametrize(
@@ -48,7 +56,9 @@ def test_bad_specs_say_what_is_valid(spec: str, message: str) -> None:
     assert message in str(info.value)
 
 
-def test_the_default_model_falls_back_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_model_falls_back_through_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("DEBATE_MODEL", "fake:words=7")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai")
     assert default_model() == "fake:words=7"  # an explicit choice beats any key
@@ -65,7 +75,10 @@ def test_the_default_model_falls_back_through_the_environment(monkeypatch: pytes
 
 def test_default_output_tokens_are_smaller_for_the_embedded_model() -> None:
     assert default_output_tokens("local:smollm2") == 192
-    assert default_output_tokens("openai:gpt-4o-mini") == 1024 and default_output_tokens("fake") == 1024
+    assert (
+        default_output_tokens("openai:gpt-4o-mini") == 1024
+        and default_output_tokens("fake") == 1024
+    )
 
 
 def test_the_fake_model_is_deterministic_and_sized() -> None:
@@ -106,12 +119,18 @@ def test_models_share_one_http_client_per_event_loop(monkeypatch: pytest.MonkeyP
         agent = chat_model("openai:m", temperature=0.7, max_tokens=512)
         judge = chat_model("openai:m", temperature=0.2, max_tokens=1024)
         assert agent is not judge
-        return (agent.root_async_client._client, judge.root_async_client._client,  # type: ignore[attr-defined]
-                agent.root_client._client, judge.root_client._client)  # type: ignore[attr-defined]
+        return (
+            agent.root_async_client._client,
+            judge.root_async_client._client,  # type: ignore[attr-defined]
+            agent.root_client._client,
+            judge.root_client._client,
+        )  # type: ignore[attr-defined]
 
     first = asyncio.run(clients())
     second = asyncio.run(clients())
-    assert first[0] is first[1] and first[2] is first[3]  # one pool per loop, one sync pool per process
+    assert (
+        first[0] is first[1] and first[2] is first[3]
+    )  # one pool per loop, one sync pool per process
     assert second[0] is not first[0] and second[2] is first[2]  # a new loop gets its own async pool
 
 
@@ -126,7 +145,9 @@ def test_a_loop_token_is_never_reused_even_when_a_loop_address_is() -> None:
         loop.close()
         del loop
     assert all(a == b for _, a, b in seen) and len({t for _, t, _ in seen}) == 20
-    assert len({i for i, _, _ in seen}) < 20  # the addresses did repeat: the test exercises the reuse
+    assert (
+        len({i for i, _, _ in seen}) < 20
+    )  # the addresses did repeat: the test exercises the reuse
 
 
 def test_context_windows_come_from_the_configuration_then_the_profile_then_a_default() -> None:
@@ -141,7 +162,9 @@ def test_keys_never_reach_models_reprs_or_errors(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     model = chat_model("openai:gpt-4o-mini", temperature=0.11)
     assert secret not in repr(model) and secret not in str(model.model_dump())
-    wrapped = provider_error("architect", "openai:gpt-4o-mini", RuntimeError(f"401: bad key {secret}"))
+    wrapped = provider_error(
+        "architect", "openai:gpt-4o-mini", RuntimeError(f"401: bad key {secret}")
+    )
     assert isinstance(wrapped, ProviderError) and secret not in str(wrapped)
     assert str(wrapped) == "architect on openai:gpt-4o-mini: RuntimeError: 401: bad key [redacted]"
 
@@ -160,9 +183,15 @@ def test_redact_removes_bearer_tokens_without_an_environment() -> None:
     assert redact("no secret here") == "no secret here"
 
 
-@given(key=st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", min_size=6,
-                   max_size=60),
-       before=st.text(max_size=30), after=st.text(max_size=30))
+@given(
+    key=st.text(
+        alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+        min_size=6,
+        max_size=60,
+    ),
+    before=st.text(max_size=30),
+    after=st.text(max_size=30),
+)
 def test_a_configured_key_never_survives_redaction(key: str, before: str, after: str) -> None:
     assume(key not in "[redacted]")  # the marker itself may spell a short key
     with pytest.MonkeyPatch.context() as mp:

@@ -77,7 +77,11 @@ def test_normal_reply_exact_shape_and_usage(server: OpenAIServer) -> None:
     reply = json.loads(raw)
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert set(reply) == {"id", "object", "created", "model", "choices", "usage"}
-    assert reply["object"] == "chat.completion" and reply["model"] == "m-1" and reply["id"].startswith("chatcmpl-")
+    assert (
+        reply["object"] == "chat.completion"
+        and reply["model"] == "m-1"
+        and reply["id"].startswith("chatcmpl-")
+    )
     assert reply["choices"][0]["finish_reason"] == "stop"
     assert reply["choices"][0]["message"]["role"] == "assistant"
     assert len(reply["choices"][0]["message"]["content"].split()) == 12
@@ -88,7 +92,9 @@ def test_reply_is_deterministic_per_prompt_and_usage_totals(server: OpenAIServer
     api = client(server)
     first = api.chat.completions.create(model="m", messages=MESSAGES)
     again = api.chat.completions.create(model="m", messages=MESSAGES)
-    other = api.chat.completions.create(model="m", messages=[{"role": "user", "content": "Something else"}])
+    other = api.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Something else"}]
+    )
     assert first.choices[0].message.content == again.choices[0].message.content
     assert first.choices[0].message.content != other.choices[0].message.content
     assert first.usage is not None and first.usage.total_tokens == 19
@@ -110,7 +116,9 @@ def test_streaming_with_usage_matches_plain_reply(server: OpenAIServer) -> None:
     api = client(server)
     plain = api.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content
     chunks = list(
-        api.chat.completions.create(model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True})
+        api.chat.completions.create(
+            model="m", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        )
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == plain
@@ -126,7 +134,9 @@ def test_raw_sse_framing(server: OpenAIServer) -> None:
     assert events[-2:] == ["data: [DONE]", ""]
     assert all(e.startswith("data: ") for e in events[:-1])
     assert json.loads(events[0][6:])["object"] == "chat.completion.chunk"
-    assert "usage" not in json.loads(events[0][6:])  # only sent when stream_options.include_usage asks
+    assert "usage" not in json.loads(
+        events[0][6:]
+    )  # only sent when stream_options.include_usage asks
 
 
 def test_langchain_stream_usage(server: OpenAIServer) -> None:
@@ -139,7 +149,11 @@ def test_langchain_stream_usage(server: OpenAIServer) -> None:
 
 
 def test_structured_output_function_calling(server: OpenAIServer) -> None:
-    result = chat(server).with_structured_output(Verdict, method="function_calling").invoke("Judge the debate.")
+    result = (
+        chat(server)
+        .with_structured_output(Verdict, method="function_calling")
+        .invoke("Judge the debate.")
+    )
     assert isinstance(result, Verdict)
     assert result.score == 7 and len(result.reasons) == 2 and all(result.reasons) and result.summary
     body = server.requests[-1]["body"]
@@ -156,7 +170,9 @@ def test_structured_output_follows_refs_and_bounds(server: OpenAIServer) -> None
 
 
 def test_streamed_tool_call(server: OpenAIServer) -> None:
-    structured = chat(server, streaming=True).with_structured_output(Verdict, method="function_calling")
+    structured = chat(server, streaming=True).with_structured_output(
+        Verdict, method="function_calling"
+    )
     result = structured.invoke("Judge the debate.")
     assert isinstance(result, Verdict) and result.score == 7
     assert server.requests[-1]["body"]["stream"] is True
@@ -179,7 +195,12 @@ def test_5xx(server: OpenAIServer, status: str) -> None:
         client(server).chat.completions.create(model="m", messages=MESSAGES)
     assert caught.value.status_code == int(status)
     # the fault was consumed: the next request succeeds
-    assert client(server).chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content
+    assert (
+        client(server)
+        .chat.completions.create(model="m", messages=MESSAGES)
+        .choices[0]
+        .message.content
+    )
 
 
 def test_malformed_json(server: OpenAIServer) -> None:
@@ -205,11 +226,15 @@ def test_hang_times_out_and_exit_is_prompt() -> None:
             client(srv, timeout=0.5).chat.completions.create(model="m", messages=MESSAGES)
         assert time.monotonic() - started < 3
         exiting = time.monotonic()
-    assert time.monotonic() - exiting < 1.5  # the handler still sleeping in "hang" does not block shutdown
+    assert (
+        time.monotonic() - exiting < 1.5
+    )  # the handler still sleeping in "hang" does not block shutdown
     deadline = time.monotonic() + 1
     while threading.active_count() > baseline and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert threading.active_count() == baseline  # shutdown woke the hanging handler; its thread ended
+    assert (
+        threading.active_count() == baseline
+    )  # shutdown woke the hanging handler; its thread ended
 
 
 def test_empty_reply(server: OpenAIServer) -> None:
@@ -239,7 +264,13 @@ def test_always_applies_until_cleared(server: OpenAIServer) -> None:
         with pytest.raises(openai.InternalServerError):
             client(server).chat.completions.create(model="m", messages=MESSAGES)
     server.always = None
-    assert client(server).chat.completions.create(model="m", messages=MESSAGES).choices[0].finish_reason == "stop"
+    assert (
+        client(server)
+        .chat.completions.create(model="m", messages=MESSAGES)
+        .choices[0]
+        .finish_reason
+        == "stop"
+    )
     assert [r["fault"] for r in server.requests] == ["503", "503", None]
 
 

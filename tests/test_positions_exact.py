@@ -20,12 +20,33 @@ def answer(text: str) -> str:
 def state_with(answers: list[str]) -> Any:
     """Three agents' refinements of round 2, one answer each, under the convergence stop rule."""
     agents = [f"a{n}" for n in range(len(answers))]
-    turns = [{"seq": n, "id": f"refinement:r2:{a}", "kind": "refinement", "speaker": a,
-              "position": {"position": f"It is {text}.", "reason": "r", "confidence": 90, "answer": text}}
-             for n, (a, text) in enumerate(zip(agents, answers, strict=True))]
-    return {"transcript": turns, "phase": "refine", "round": 2, "stopped": None, "assessments": [],
-            "settings": {"rounds": 4, "agents": [{"id": a} for a in agents],
-                         "stop_rule": {"type": "convergence", "min_round": 2}}}
+    turns = [
+        {
+            "seq": n,
+            "id": f"refinement:r2:{a}",
+            "kind": "refinement",
+            "speaker": a,
+            "position": {
+                "position": f"It is {text}.",
+                "reason": "r",
+                "confidence": 90,
+                "answer": text,
+            },
+        }
+        for n, (a, text) in enumerate(zip(agents, answers, strict=True))
+    ]
+    return {
+        "transcript": turns,
+        "phase": "refine",
+        "round": 2,
+        "stopped": None,
+        "assessments": [],
+        "settings": {
+            "rounds": 4,
+            "agents": [{"id": a} for a in agents],
+            "stop_rule": {"type": "convergence", "min_round": 2},
+        },
+    }
 
 
 def test_numbers_that_differ_in_the_seventh_digit_are_three_positions() -> None:
@@ -40,26 +61,48 @@ def test_one_number_in_three_spellings_is_one_position() -> None:
     assert converged(state, [], 2) is not None
 
 
-@pytest.mark.parametrize("first,second", [
-    ("42", "42.0"), ("1e3", "1000"), ("1,234,567", "1234567"), ("0.5", ".5"), ("-0", "0.00"), ("+7", "7."),
-    ("4.2E1", "42"), ("1e99999999999999999999", "10e99999999999999999998"),
-])
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ("42", "42.0"),
+        ("1e3", "1000"),
+        ("1,234,567", "1234567"),
+        ("0.5", ".5"),
+        ("-0", "0.00"),
+        ("+7", "7."),
+        ("4.2E1", "42"),
+        ("1e99999999999999999999", "10e99999999999999999998"),
+    ],
+)
 def test_spellings_of_one_value_agree(first: str, second: str) -> None:
     assert answer(first) == answer(second)
 
 
-@pytest.mark.parametrize("first,second", [
-    ("1234567", "1234568"), ("0.1", "0.10000000000000001"), ("1,2,3", "123"), ("12,34", "1234"), ("-1", "1"),
-    ("1" + "0" * 40 + "1", "1" + "0" * 40 + "2"),
-])
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ("1234567", "1234568"),
+        ("0.1", "0.10000000000000001"),
+        ("1,2,3", "123"),
+        ("12,34", "1234"),
+        ("-1", "1"),
+        ("1" + "0" * 40 + "1", "1" + "0" * 40 + "2"),
+    ],
+)
 def test_different_values_or_texts_do_not_agree(first: str, second: str) -> None:
     assert answer(first) != answer(second)
 
 
 finite = st.one_of(
     st.decimals(allow_nan=False, allow_infinity=False),
-    st.builds(lambda sign, digits, exponent: Decimal((sign, tuple(int(d) for d in str(digits)), exponent)),
-              st.integers(0, 1), st.integers(0, 10**40), st.integers(-60, 60)),
+    st.builds(
+        lambda sign, digits, exponent: Decimal(
+            (sign, tuple(int(d) for d in str(digits)), exponent)
+        ),
+        st.integers(0, 1),
+        st.integers(0, 10**40),
+        st.integers(-60, 60),
+    ),
 )
 """Any finite decimal: hypothesis's own, and long coefficients with exponents either side of zero."""
 

@@ -38,7 +38,9 @@ def stopped_mid_debate(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_worker_shutdown_hands_the_job_back(stopped_mid_debate: None) -> None:
     with pytest.raises(queue.HandedBack):
-        asyncio.run(queue.run_debate(Job(AbortReason.SHUTDOWN), thread_id="t", problem="p", context={}))
+        asyncio.run(
+            queue.run_debate(Job(AbortReason.SHUTDOWN), thread_id="t", problem="p", context={})
+        )
 
 
 def test_any_other_cancellation_stays_a_cancellation(stopped_mid_debate: None) -> None:

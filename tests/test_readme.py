@@ -12,7 +12,7 @@ README = ROOT / "README.md"
 
 
 def python_api_block() -> str:
-    """The first Python code block of the README's "## Python API" section."""
+    """Return the first Python code block of the README's "## Python API" section."""
     text = README.read_text(encoding="utf-8")
     assert "\n## Python API\n" in text, "README.md has no '## Python API' section"
     section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
@@ -24,8 +24,9 @@ def python_api_block() -> str:
 def test_the_python_api_example_uses_the_public_import() -> None:
     code = python_api_block()
     assert "from debate_engine import Context, compile_debate" in code
-    assert not re.search(r"^\s*(from|import) (graph|nodes|memory|providers|app)\b", code, re.M), \
+    assert not re.search(r"^\s*(from|import) (graph|nodes|memory|providers|app)\b", code, re.M), (
         "the example imports a source folder instead of the installed package"
+    )
 
 
 def test_the_python_api_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,7 +44,7 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
 
 
 def layout_rows() -> list[tuple[str, str]]:
-    """The README's layout table: each folder and what its row says it holds."""
+    """Return the README's layout table: each folder and what its row says it holds."""
     text = (ROOT / "README.md").read_text()
     rows = re.findall(r"^\| `([\w/]+)/` \| [^|]* \| (.*) \|$", text, re.MULTILINE)
     return [(folder, holds) for folder, holds in rows]
@@ -53,7 +54,11 @@ def test_the_layout_table_names_every_package_and_only_files_that_exist() -> Non
     rows = dict(layout_rows())
     assert len(rows) >= 9, "the layout table was not found"
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "bench"}
-    assert packages <= set(rows), f"packages the layout table leaves out: {sorted(packages - set(rows))}"
+    assert packages <= set(rows), (
+        f"packages the layout table leaves out: {sorted(packages - set(rows))}"
+    )
     for folder, holds in rows.items():
         for name in re.findall(r"`([\w/]+\.py)`", holds):
-            assert list((ROOT / folder).rglob(name)), f"the layout table's {folder}/ names {name}, which is not there"
+            assert list((ROOT / folder).rglob(name)), (
+                f"the layout table's {folder}/ names {name}, which is not there"
+            )

@@ -48,13 +48,32 @@ TOOL = judge_tools(judge(8192, 1024))
 """The synthesis's tool definition at 1024 output tokens, billed as prompt: kept back with the judge's share."""
 
 
-def spend_state(*, max_tokens: int | None = None, max_cost: float | None = None, spent_in: int = 0,
-                spent_out: int = 0, spent_cost: float = 0.0, window: int = 8192, output: int = 1024,
-                model: str = "fake") -> Any:
+def spend_state(
+    *,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
+    spent_in: int = 0,
+    spent_out: int = 0,
+    spent_cost: float = 0.0,
+    window: int = 8192,
+    output: int = 1024,
+    model: str = "fake",
+) -> Any:
     spend: Any = empty_spend()
-    spend["total"] = {"calls": 1, "input_tokens": spent_in, "output_tokens": spent_out, "cost": spent_cost}
-    return {"settings": {"cap": {"max_tokens": max_tokens, "max_cost": max_cost}, "prices": PRICED,
-                         "judge": judge(window, output, model)}, "spend": spend}
+    spend["total"] = {
+        "calls": 1,
+        "input_tokens": spent_in,
+        "output_tokens": spent_out,
+        "cost": spent_cost,
+    }
+    return {
+        "settings": {
+            "cap": {"max_tokens": max_tokens, "max_cost": max_cost},
+            "prices": PRICED,
+            "judge": judge(window, output, model),
+        },
+        "spend": spend,
+    }
 
 
 def test_worst_case_adds_a_tenth_and_16_tokens_to_the_prompt() -> None:
@@ -70,10 +89,14 @@ def test_a_call_fits_a_token_cap_exactly_with_the_judges_share_kept_back() -> No
     assert fits(spend_state(max_tokens=5072 + TOOL, spent_in=1000, spent_out=500), wanted) is True
     assert fits(spend_state(max_tokens=5071 + TOOL, spent_in=1000, spent_out=500), wanted) is False
     # Without the judge's share: 2000.
-    assert fits(spend_state(max_tokens=2000, spent_in=1000, spent_out=500), wanted,
-                keep_judge=False) is True
-    assert fits(spend_state(max_tokens=1999, spent_in=1000, spent_out=500), wanted,
-                keep_judge=False) is False
+    assert (
+        fits(spend_state(max_tokens=2000, spent_in=1000, spent_out=500), wanted, keep_judge=False)
+        is True
+    )
+    assert (
+        fits(spend_state(max_tokens=1999, spent_in=1000, spent_out=500), wanted, keep_judge=False)
+        is False
+    )
     assert fits(spend_state(), wanted * 1000) is True  # no cap
 
 
@@ -83,7 +106,10 @@ def test_a_call_fits_a_cost_cap_priced_per_million_tokens() -> None:
     wanted = [("m", 100_000, 25_000)]
     state = spend_state(max_cost=0.866384 + TOOL * 4e-6, spent_cost=0.25, model="m")
     assert fits(state, wanted) is True
-    assert fits(spend_state(max_cost=0.8663 + TOOL * 4e-6, spent_cost=0.25, model="m"), wanted) is False
+    assert (
+        fits(spend_state(max_cost=0.8663 + TOOL * 4e-6, spent_cost=0.25, model="m"), wanted)
+        is False
+    )
 
 
 def test_what_is_left_for_the_judges_prompt_under_a_token_cap() -> None:
@@ -97,8 +123,15 @@ def test_what_is_left_for_the_judges_prompt_under_a_cost_cap() -> None:
     # int(125000 / 1.1) = 113636; less 16 = 113620; less its tool (sized for 31,250 output tokens)
     state = spend_state(max_cost=1.0, spent_cost=0.25, output=31_250, window=200_000, model="m")
     assert left_for_judge(state) == 113_620 - judge_tools(judge(200_000, 31_250))
-    both = spend_state(max_cost=1.0, max_tokens=10_000, spent_in=3000, spent_out=1000, spent_cost=0.25,
-                       output=1024, model="m")
+    both = spend_state(
+        max_cost=1.0,
+        max_tokens=10_000,
+        spent_in=3000,
+        spent_out=1000,
+        spent_cost=0.25,
+        output=1024,
+        model="m",
+    )
     # tokens: 4976 -> 4507; dollars: 1.0 - 0.25 - 1024 * 8 / 1e6 = 0.741808 -> 185452 tokens -> 168592 - 16: tokens win
     assert left_for_judge(both) == 4507 - TOOL
     assert left_for_judge(spend_state()) is None
@@ -110,20 +143,50 @@ def test_charges_add_up_by_total_by_agent_and_by_phase() -> None:
         return {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
 
     before = empty_spend()
-    out = charge(before, [("architect", "propose", "m", usage(1000, 250)),
-                          ("security", "propose", "m", usage(500, 125)),
-                          ("architect", "critique", "unpriced", usage(10, 20))], PRICED)
+    out = charge(
+        before,
+        [
+            ("architect", "propose", "m", usage(1000, 250)),
+            ("security", "propose", "m", usage(500, 125)),
+            ("architect", "critique", "unpriced", usage(10, 20)),
+        ],
+        PRICED,
+    )
     # $: 1000*4 + 250*8 = 6000 -> 0.006; 500*4 + 125*8 = 3000 -> 0.003; unpriced is free
     uncached = {"cache_read_tokens": 0, "cache_write_tokens": 0, "saved": 0.0}
-    assert {k: v for k, v in out["total"].items() if k != "cost"} == {"calls": 3, "input_tokens": 1510,
-                                                                      "output_tokens": 395, **uncached}
+    assert {k: v for k, v in out["total"].items() if k != "cost"} == {
+        "calls": 3,
+        "input_tokens": 1510,
+        "output_tokens": 395,
+        **uncached,
+    }
     assert out["total"]["cost"] == pytest.approx(0.009)
-    assert out["by_agent"]["architect"] == {"calls": 2, "input_tokens": 1010, "output_tokens": 270,
-                                            "cost": pytest.approx(0.006), **uncached}
-    assert out["by_agent"]["security"] == {"calls": 1, "input_tokens": 500, "output_tokens": 125,
-                                           "cost": pytest.approx(0.003), **uncached}
-    assert out["by_phase"]["propose"] == {"calls": 2, "input_tokens": 1500, "output_tokens": 375,
-                                          "cost": pytest.approx(0.009), **uncached}
-    assert out["by_phase"]["critique"] == {"calls": 1, "input_tokens": 10, "output_tokens": 20, "cost": 0.0,
-                                           **uncached}
+    assert out["by_agent"]["architect"] == {
+        "calls": 2,
+        "input_tokens": 1010,
+        "output_tokens": 270,
+        "cost": pytest.approx(0.006),
+        **uncached,
+    }
+    assert out["by_agent"]["security"] == {
+        "calls": 1,
+        "input_tokens": 500,
+        "output_tokens": 125,
+        "cost": pytest.approx(0.003),
+        **uncached,
+    }
+    assert out["by_phase"]["propose"] == {
+        "calls": 2,
+        "input_tokens": 1500,
+        "output_tokens": 375,
+        "cost": pytest.approx(0.009),
+        **uncached,
+    }
+    assert out["by_phase"]["critique"] == {
+        "calls": 1,
+        "input_tokens": 10,
+        "output_tokens": 20,
+        "cost": 0.0,
+        **uncached,
+    }
     assert before == empty_spend()  # the old spend is left as it was

@@ -22,9 +22,23 @@ from hypothesis import strategies as st
 from tests.support.debate_cli import background, cli, finished_calls, wait_for
 from tests.support.resume_debate import EXPECTED_IDS, ROUNDS, STOP_WAIT_S, TEAM, TOTAL
 
-SMALL = ["--context-window", "2048", "--max-output-tokens", "256"]  # the judge's history overflows: one summary
-SLOW = ["--model", "fake:latency_ms=300,words=40", *TEAM]  # the lead's scenario: a phase is visibly mid-way
-QUICK = ["--model", "fake:latency_ms=80,words=40", *TEAM, *SMALL]  # faster, and a summary to redo on resume
+SMALL = [
+    "--context-window",
+    "2048",
+    "--max-output-tokens",
+    "256",
+]  # the judge's history overflows: one summary
+SLOW = [
+    "--model",
+    "fake:latency_ms=300,words=40",
+    *TEAM,
+]  # the lead's scenario: a phase is visibly mid-way
+QUICK = [
+    "--model",
+    "fake:latency_ms=80,words=40",
+    *TEAM,
+    *SMALL,
+]  # faster, and a summary to redo on resume
 
 
 def stop_after(db: Path, args: list[str], calls: int, signum: int, log: Path) -> tuple[int, int]:
@@ -36,22 +50,31 @@ def stop_after(db: Path, args: list[str], calls: int, signum: int, log: Path) ->
         try:
             code = process.wait(timeout=STOP_WAIT_S if signum != signal.SIGKILL else 30)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the run did not exit within {STOP_WAIT_S} s of {signal.Signals(signum).name}")
+            pytest.fail(
+                f"the run did not exit within {STOP_WAIT_S} s of {signal.Signals(signum).name}"
+            )
     return code, finished_calls(db)
 
 
 def transcript_key(values: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(t["seq"], t["id"], t["kind"], t["round"], t["speaker"], t["target"], t["content"])
-            for t in values["transcript"]]
+    return [
+        (t["seq"], t["id"], t["kind"], t["round"], t["speaker"], t["target"], t["content"])
+        for t in values["transcript"]
+    ]
 
 
 def summary_key(values: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return [(s["id"], s["agent_id"], s["through"], s["status"], s["text"]) for s in values["summary_log"]]
+    return [
+        (s["id"], s["agent_id"], s["through"], s["status"], s["text"])
+        for s in values["summary_log"]
+    ]
 
 
 def resume_and_check(db: Path, out: Path, reference: dict[str, Any]) -> dict[str, Any]:
     """Resume thread ``k`` to its end and check it against the plan and the uninterrupted run."""
-    result = cli("resume", "k", "--db", str(db), "--output", str(out))  # not --quiet: its first line is checked
+    result = cli(
+        "resume", "k", "--db", str(db), "--output", str(out)
+    )  # not --quiet: its first line is checked
     assert result.returncode == 0, result.stderr
     assert "resuming debate k at" in result.stderr  # it really had stopped part-way
     values = json.loads(out.read_text())
@@ -72,8 +95,18 @@ def list_rows(db: Path) -> dict[str, list[str]]:
     result = cli("list", "--db", str(db))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t") == ["thread", "updated", "status", "round", "phase", "turns", "tokens", "cost",
-                                     "problem", "forked from"]
+    assert lines[0].split("\t") == [
+        "thread",
+        "updated",
+        "status",
+        "round",
+        "phase",
+        "turns",
+        "tokens",
+        "cost",
+        "problem",
+        "forked from",
+    ]
     return {cells[0]: cells for cells in (line.split("\t") for line in lines[1:])}
 
 
@@ -90,13 +123,27 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Any:
         if key not in runs:
             folder = tmp_path_factory.mktemp("whole")
             out = folder / "whole.json"
-            result = cli("run", *key, "--thread-id", "w", "--db", str(folder / "w.sqlite"), "--output", str(out),
-                         "--quiet", "p")
+            result = cli(
+                "run",
+                *key,
+                "--thread-id",
+                "w",
+                "--db",
+                str(folder / "w.sqlite"),
+                "--output",
+                str(out),
+                "--quiet",
+                "p",
+            )
             assert result.returncode == 0, result.stderr
             values = json.loads(out.read_text())
             assert [t["id"] for t in values["transcript"]] == EXPECTED_IDS
-            if "--context-window" in key:  # the small window must really make the resumed run redo a summary
-                assert [(s["agent_id"], s["status"]) for s in values["summary_log"]] == [("judge", "ok")]
+            if (
+                "--context-window" in key
+            ):  # the small window must really make the resumed run redo a summary
+                assert [(s["agent_id"], s["status"]) for s in values["summary_log"]] == [
+                    ("judge", "ok")
+                ]
             runs[key] = values
         return runs[key]
 
@@ -124,7 +171,14 @@ def test_sigint_mid_critique_exits_130_lists_interrupted_and_resumes_to_the_same
     assert int(row[6]) > 0 and row[7] == "$0.0000"  # the spend so far: the fake model is free
 
     resume_and_check(db, tmp_path / "out.json", reference(SLOW))
-    assert list_rows(db)["k"][2:6] + list_rows(db)["k"][8:] == ["done", "2/2", "done", "22", "p", "-"]
+    assert list_rows(db)["k"][2:6] + list_rows(db)["k"][8:] == [
+        "done",
+        "2/2",
+        "done",
+        "22",
+        "p",
+        "-",
+    ]
 
 
 # --------------------------------------------------------------------------- 2. SIGTERM and SIGKILL
@@ -157,8 +211,24 @@ def test_a_terminated_or_killed_run_resumes_to_the_same_debate(
 def test_a_stop_inside_a_summary_does_not_wait_for_the_model_to_answer(tmp_path: Path) -> None:
     """A summary runs in a thread that cancelling cannot stop: the exit must not wait for its 30 s answer."""
     db, log = tmp_path / "d.sqlite", tmp_path / "run.err"
-    args = ["run", "--protocol", "roundtable", "--turns", "40", "--agents", "architect,kiss", "--model",
-            "fake:words=120,summary_latency_ms=30000", *SMALL, "--verbose", "--thread-id", "k", "--db", str(db), "p"]
+    args = [
+        "run",
+        "--protocol",
+        "roundtable",
+        "--turns",
+        "40",
+        "--agents",
+        "architect,kiss",
+        "--model",
+        "fake:words=120,summary_latency_ms=30000",
+        *SMALL,
+        "--verbose",
+        "--thread-id",
+        "k",
+        "--db",
+        str(db),
+        "p",
+    ]
     with background(*args, log=log) as process:
         wait_for(process, lambda: "summarizing" in log.read_text(), "a summary in flight", log)
         process.send_signal(signal.SIGINT)

@@ -39,17 +39,43 @@ def stopped_against_server(tmp_path_factory: pytest.TempPathFactory) -> dict[str
     args = ["--model", "openai:test-model", *TEAM]
     with OpenAIServer(words=40, hang_s=60) as server:
         env = cli_env(OPENAI_BASE_URL=server.base_url)
-        whole = cli("run", *args, "--thread-id", "w", "--db", str(folder / "w.sqlite"), "--quiet", "p", env=env)
+        whole = cli(
+            "run",
+            *args,
+            "--thread-id",
+            "w",
+            "--db",
+            str(folder / "w.sqlite"),
+            "--quiet",
+            "p",
+            env=env,
+        )
         assert whole.returncode == 0, whole.stderr
         whole_prompts = server.prompts()
         server.requests.clear()
 
-        server.faults.extend([None] * 5 + ["hang"])  # 3 proposals and 2 critiques answer; the 3rd critique hangs
+        server.faults.extend(
+            [None] * 5 + ["hang"]
+        )  # 3 proposals and 2 critiques answer; the 3rd critique hangs
         db = folder / "k.sqlite"
-        with background("run", *args, "--verbose", "--thread-id", "k", "--db", str(db), "p", log=folder / "run.err",
-                        env=env) as process:
-            wait_for(process, lambda: len(server.requests) >= 6 and finished_calls(db) >= 5, "the 6th request",
-                     folder / "run.err")
+        with background(
+            "run",
+            *args,
+            "--verbose",
+            "--thread-id",
+            "k",
+            "--db",
+            str(db),
+            "p",
+            log=folder / "run.err",
+            env=env,
+        ) as process:
+            wait_for(
+                process,
+                lambda: len(server.requests) >= 6 and finished_calls(db) >= 5,
+                "the 6th request",
+                folder / "run.err",
+            )
             process.send_signal(signal.SIGINT)
             code = process.wait(timeout=STOP_WAIT_S)
         first_prompts = server.prompts()
@@ -58,12 +84,18 @@ def stopped_against_server(tmp_path_factory: pytest.TempPathFactory) -> dict[str
         resumed = cli("resume", "k", "--db", str(db), "--verbose", env=env)
         assert resumed.returncode == 0, resumed.stderr
         return {
-            "code": code, "whole": whole_prompts, "first": first_prompts, "resumed": server.prompts(),
-            "first_err": (folder / "run.err").read_text(), "resumed_err": resumed.stderr,
+            "code": code,
+            "whole": whole_prompts,
+            "first": first_prompts,
+            "resumed": server.prompts(),
+            "first_err": (folder / "run.err").read_text(),
+            "resumed_err": resumed.stderr,
         }
 
 
-def test_a_resumed_run_sends_only_the_calls_that_had_not_finished(stopped_against_server: dict[str, Any]) -> None:
+def test_a_resumed_run_sends_only_the_calls_that_had_not_finished(
+    stopped_against_server: dict[str, Any],
+) -> None:
     run = stopped_against_server
     assert run["code"] == 130
     first, resumed, whole = run["first"], run["resumed"], run["whole"]
@@ -85,6 +117,8 @@ def test_resume_progress_reports_only_the_critiques_that_had_not_finished(
     header = "[round 1/2] critique"
     before = section_lines(stopped_against_server["first_err"], header, "critique done")
     after = section_lines(stopped_against_server["resumed_err"], header, "critique done")
-    pairs = [f"{a} on {b}" for a in AGENTS for b in AGENTS if a != b]  # the plan's order, one call at a time
+    pairs = [
+        f"{a} on {b}" for a in AGENTS for b in AGENTS if a != b
+    ]  # the plan's order, one call at a time
     assert [line.split(":")[0] for line in before] == pairs[:2], before
     assert sorted(line.split(":")[0] for line in after) == sorted(pairs[2:]), after

@@ -7,14 +7,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.debate_cli import background, cli, cli_env, debate_command, finished_calls, wait_for
+from tests.support.debate_cli import (
+    background,
+    cli,
+    cli_env,
+    debate_command,
+    finished_calls,
+    wait_for,
+)
 from tests.support.resume_debate import TEAM, TOTAL
 
 
 def checkpoints(db: Path, thread: str = "k") -> int:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,)).fetchone()[0])
+            return int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM checkpoints WHERE thread_id = ?", (thread,)
+                ).fetchone()[0]
+            )
     except sqlite3.Error:
         return 0
 
@@ -24,12 +35,25 @@ def checkpoints(db: Path, thread: str = "k") -> int:
 
 def test_a_second_process_on_a_running_thread_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "d.sqlite"
-    slow = ["--model", "fake:latency_ms=700,words=40", *TEAM]  # 22 calls: about 15 s, far longer than the checks
-    with background("run", *slow, "--thread-id", "k", "--db", str(db), "p", log=tmp_path / "run.err") as process:
-        wait_for(process, lambda: checkpoints(db) >= 2, "the set-up checkpoint", tmp_path / "run.err")  # input + setup: status exists
+    slow = [
+        "--model",
+        "fake:latency_ms=700,words=40",
+        *TEAM,
+    ]  # 22 calls: about 15 s, far longer than the checks
+    with background(
+        "run", *slow, "--thread-id", "k", "--db", str(db), "p", log=tmp_path / "run.err"
+    ) as process:
+        wait_for(
+            process, lambda: checkpoints(db) >= 2, "the set-up checkpoint", tmp_path / "run.err"
+        )  # input + setup: status exists
         env = cli_env()
-        lister = subprocess.Popen([*debate_command(), "list", "--db", str(db)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
+        lister = subprocess.Popen(
+            [*debate_command(), "list", "--db", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         second = cli("resume", "k", "--db", str(db), "--quiet")
         again = cli("run", *slow, "--thread-id", "k", "--db", str(db), "--quiet", "p")
         listed, list_err = lister.communicate(timeout=120)
@@ -51,8 +75,13 @@ def test_a_second_process_on_a_running_thread_is_refused(tmp_path: Path) -> None
 def test_python_dash_m_reports_a_missing_thread_like_the_script(tmp_path: Path) -> None:
     """``python -m debate_engine.app.cli`` must map errors to exit codes exactly as the ``debate`` script does."""
     db = tmp_path / "d.sqlite"
-    result = subprocess.run([sys.executable, "-m", "debate_engine.app.cli", "resume", "nope", "--db", str(db)],
-                            capture_output=True, text=True, timeout=120, env=cli_env())
+    result = subprocess.run(
+        [sys.executable, "-m", "debate_engine.app.cli", "resume", "nope", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=cli_env(),
+    )
     assert "Traceback" not in result.stderr, result.stderr[-1500:]
     assert result.returncode == 2
     assert "no debate 'nope'" in result.stderr

@@ -33,14 +33,26 @@ def assert_intact(messages, start) -> None:
     tail = messages[start:]
     calls_in_tail = {c["id"] for m in tail if isinstance(m, AIMessage) for c in m.tool_calls}
     answers_in_tail = {m.tool_call_id for m in tail if isinstance(m, ToolMessage)}
-    calls_in_head = {c["id"] for m in messages[:start] if isinstance(m, AIMessage) for c in m.tool_calls}
-    assert answers_in_tail <= calls_in_tail | (answers_in_tail - calls_in_head), "an answer lost its call"
+    calls_in_head = {
+        c["id"] for m in messages[:start] if isinstance(m, AIMessage) for c in m.tool_calls
+    }
+    assert answers_in_tail <= calls_in_tail | (answers_in_tail - calls_in_head), (
+        "an answer lost its call"
+    )
     assert not (calls_in_head & answers_in_tail), "a call was cut from its answer"
 
 
 def test_the_shape_that_breaks_summarization_middleware() -> None:
     # LangChain issue #38352: keep=3 leaves Tool(c1) without AI(call c1).
-    messages = [HumanMessage("q"), ai("c1"), HumanMessage("more"), ai("c2"), tool("c1"), tool("c2"), AIMessage("done")]
+    messages = [
+        HumanMessage("q"),
+        ai("c1"),
+        HumanMessage("more"),
+        ai("c2"),
+        tool("c1"),
+        tool("c2"),
+        AIMessage("done"),
+    ]
     start = find_safe_split(messages, 3)
     assert start == 1
     assert_intact(messages, start)
@@ -48,7 +60,14 @@ def test_the_shape_that_breaks_summarization_middleware() -> None:
 
 def test_the_parallel_call_shape_that_breaks_langmem() -> None:
     # langmem issue #126: the second ToolMessage of a parallel pair was orphaned.
-    messages = [HumanMessage("q"), ai("a", "b"), tool("a"), tool("b"), AIMessage("answer"), HumanMessage("next")]
+    messages = [
+        HumanMessage("q"),
+        ai("a", "b"),
+        tool("a"),
+        tool("b"),
+        AIMessage("answer"),
+        HumanMessage("next"),
+    ]
     for keep in range(len(messages) + 1):
         start = find_safe_split(messages, keep)
         assert_intact(messages, start)
@@ -92,8 +111,12 @@ def test_no_split_ever_separates_a_call_from_its_answers(messages, keep) -> None
 
 def intact(messages, start) -> bool:
     """No answer in ``messages[start:]`` whose call is in ``messages[:start]``."""
-    calls_in_head = {c["id"] for m in messages[:start] if isinstance(m, AIMessage) for c in m.tool_calls}
-    return not any(isinstance(m, ToolMessage) and m.tool_call_id in calls_in_head for m in messages[start:])
+    calls_in_head = {
+        c["id"] for m in messages[:start] if isinstance(m, AIMessage) for c in m.tool_calls
+    }
+    return not any(
+        isinstance(m, ToolMessage) and m.tool_call_id in calls_in_head for m in messages[start:]
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -140,11 +163,18 @@ def test_pre_model_hook_leaves_short_histories_alone() -> None:
 def test_pre_model_hook_summarizes_long_histories_for_the_model_only() -> None:
     model = FakeChatModel(words=10)
     hook = make_pre_model_hook(model, keep_last=2, max_tokens=100)
-    messages = [HumanMessage("word " * 300), AIMessage("answer " * 50), HumanMessage("next"), AIMessage("ok")]
+    messages = [
+        HumanMessage("word " * 300),
+        AIMessage("answer " * 50),
+        HumanMessage("next"),
+        AIMessage("ok"),
+    ]
     state = {"messages": list(messages)}
     out = hook(state)["llm_input_messages"]
     assert model.calls == 1 and len(out) == 3
-    assert out[0].content.startswith("Summary of the earlier conversation") and out[1:] == messages[2:]
+    assert (
+        out[0].content.startswith("Summary of the earlier conversation") and out[1:] == messages[2:]
+    )
     assert state["messages"] == messages, "the thread's messages stay whole"
 
 
@@ -158,7 +188,9 @@ def label(message: BaseMessage) -> str:
 
 def middleware_tail(messages, keep: int) -> list[BaseMessage]:
     """Run the real middleware, told to summarize, and return what it keeps after its summary."""
-    middleware = SummarizationMiddleware(FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", keep))
+    middleware = SummarizationMiddleware(
+        FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", keep)
+    )
     update = middleware.before_model({"messages": list(messages)}, Runtime())
     if update is None:
         return list(messages)
@@ -173,7 +205,15 @@ def orphans(tail) -> set[str]:
     return {m.tool_call_id for m in tail if isinstance(m, ToolMessage)} - calls
 
 
-ISSUE_SHAPE = [HumanMessage("q"), ai("c1"), HumanMessage("more"), ai("c2"), tool("c1"), tool("c2"), AIMessage("done")]
+ISSUE_SHAPE = [
+    HumanMessage("q"),
+    ai("c1"),
+    HumanMessage("more"),
+    ai("c2"),
+    tool("c1"),
+    tool("c2"),
+    AIMessage("done"),
+]
 
 
 def test_the_middleware_orphans_an_answer_that_ours_keeps_with_its_call() -> None:
@@ -194,16 +234,34 @@ def test_the_middleware_orphans_when_the_cut_lands_between_two_calls() -> None:
     kept = middleware_tail(messages, 3)
     assert [label(m) for m in kept] == ["AI(c2)", "Tool(c1)", "Tool(c2)"]
     assert orphans(kept) == {"c1"}
-    assert [label(m) for m in messages[find_safe_split(messages, 3) :]] == ["AI(c1)", "AI(c2)", "Tool(c1)", "Tool(c2)"]
+    assert [label(m) for m in messages[find_safe_split(messages, 3) :]] == [
+        "AI(c1)",
+        "AI(c2)",
+        "Tool(c1)",
+        "Tool(c2)",
+    ]
 
 
 def test_parallel_calls_are_kept_whole_by_both() -> None:
-    messages = [HumanMessage("q"), ai("a", "b"), tool("a"), tool("b"), AIMessage("answer"), HumanMessage("next")]
+    messages = [
+        HumanMessage("q"),
+        ai("a", "b"),
+        tool("a"),
+        tool("b"),
+        AIMessage("answer"),
+        HumanMessage("next"),
+    ]
     for keep in range(1, len(messages) + 1):
         kept = middleware_tail(messages, keep)
         assert kept == messages[find_safe_split(messages, keep) :], keep
         assert orphans(kept) == set()
-    assert [label(m) for m in middleware_tail(messages, 3)] == ["AI(a,b)", "Tool(a)", "Tool(b)", "AI", "Human"]
+    assert [label(m) for m in middleware_tail(messages, 3)] == [
+        "AI(a,b)",
+        "Tool(a)",
+        "Tool(b)",
+        "AI",
+        "Human",
+    ]
 
 
 class RecordingModel(GenericFakeChatModel):
@@ -220,9 +278,18 @@ class RecordingModel(GenericFakeChatModel):
 def test_what_each_agent_model_is_shown() -> None:
     history = [*ISSUE_SHAPE, HumanMessage("go on")]
     theirs = RecordingModel(messages=iter([AIMessage("fine")]), seen=[])
-    middleware = SummarizationMiddleware(FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", 4))
+    middleware = SummarizationMiddleware(
+        FakeChatModel(words=5), trigger=("messages", 1), keep=("messages", 4)
+    )
     create_agent(theirs, tools=[], middleware=[middleware]).invoke({"messages": list(history)})
-    assert [label(m) for m in theirs.seen[0]] == ["Human", "AI(c2)", "Tool(c1)", "Tool(c2)", "AI", "Human"]
+    assert [label(m) for m in theirs.seen[0]] == [
+        "Human",
+        "AI(c2)",
+        "Tool(c1)",
+        "Tool(c2)",
+        "AI",
+        "Human",
+    ]
     ours = RecordingModel(messages=iter([AIMessage("fine")]), seen=[])
     hook = make_pre_model_hook(FakeChatModel(words=5), keep_last=4, max_tokens=1)
     create_react_agent(ours, tools=[], pre_model_hook=hook).invoke({"messages": list(history)})
@@ -259,6 +326,8 @@ def test_where_the_middleware_differs_it_orphans_an_answer(messages, keep) -> No
     kept = middleware_tail(messages, keep)
     theirs, ours = len(messages) - len(kept), find_safe_split(messages, keep)
     head_answers = {m.tool_call_id for m in messages[:theirs] if isinstance(m, ToolMessage)}
-    assert not head_answers & {c["id"] for m in kept if isinstance(m, AIMessage) for c in m.tool_calls}, "a call lost"
+    assert not head_answers & {
+        c["id"] for m in kept if isinstance(m, AIMessage) for c in m.tool_calls
+    }, "a call lost"
     assert ours <= theirs, "ours never keeps less"
     assert ours == theirs or orphans(kept), "ours keeps more only to save an answer"

@@ -22,7 +22,7 @@ BUDGETS = (96, 192, 1024, 4096)
 
 
 def sent(schema: Any) -> dict[str, Any]:
-    """The JSON schema as the tool definition carries it to the server."""
+    """Return the JSON schema as the tool definition carries it to the server."""
     return convert_to_openai_tool(schema)["function"]["parameters"]
 
 
@@ -30,8 +30,12 @@ def sent(schema: Any) -> dict[str, Any]:
 def test_every_schema_the_engine_sends_has_every_property_required_and_every_array_and_string_bounded(
     budget: int,
 ) -> None:
-    for schema in (judge_schema(budget), summary_schema(budget), next_speaker_schema(("kiss", "security")),
-                   Evaluation):
+    for schema in (
+        judge_schema(budget),
+        summary_schema(budget),
+        next_speaker_schema(("kiss", "security")),
+        Evaluation,
+    ):
         assert schema_problems(sent(schema)) == [], schema.__name__
 
 
@@ -39,18 +43,28 @@ def test_the_bounds_scale_with_the_budget() -> None:
     small, large = sent(judge_schema(192)), sent(judge_schema(4096))
     for field in ("description", "confidence_reasons"):
         assert small["properties"][field]["maxLength"] < large["properties"][field]["maxLength"]
-    assert small["properties"]["key_decisions"]["maxItems"] <= large["properties"]["key_decisions"]["maxItems"]
+    assert (
+        small["properties"]["key_decisions"]["maxItems"]
+        <= large["properties"]["key_decisions"]["maxItems"]
+    )
     assert sent(summary_schema(192))["properties"]["decisions"]["maxItems"] == 1
 
 
 def test_an_answer_beyond_its_bounds_is_kept_whole_numbers_clamped_and_says_so() -> None:
     schema = judge_schema(192)
     description = "A token bucket per tenant, flag_83_vpbhb. " * 40
-    answer = schema.model_validate({
-        "description": description, "key_decisions": ["a", "b", "c", "d", "e", "f"],
-        "trade_offs": [], "recommendations": [], "open_risks": [], "cruxes": [], "confidence": 250,
-        "confidence_reasons": "x",
-    })
+    answer = schema.model_validate(
+        {
+            "description": description,
+            "key_decisions": ["a", "b", "c", "d", "e", "f"],
+            "trade_offs": [],
+            "recommendations": [],
+            "open_risks": [],
+            "cruxes": [],
+            "confidence": 250,
+            "confidence_reasons": "x",
+        }
+    )
     assert answer.confidence == 100  # type: ignore[attr-defined]
     assert answer.key_decisions == ["a", "b", "c", "d", "e", "f"]  # type: ignore[attr-defined]
     assert answer.description == description  # type: ignore[attr-defined]  # paid for: never cut on read
@@ -69,10 +83,15 @@ def test_a_choice_outside_its_choices_is_recorded_and_never_used_as_an_id() -> N
 
 def test_an_answer_past_its_bounds_is_recorded_on_the_turn_and_kept_whole() -> None:
     def run(model: str) -> dict:
-        return compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
-                                       context=Context(model=model, agents="kiss", rounds=1, max_output_tokens=96))
+        return compile_debate().invoke(
+            {"problem": "Design a cache"},
+            {"configurable": {"thread_id": "t"}},
+            context=Context(model=model, agents="kiss", rounds=1, max_output_tokens=96),
+        )
 
-    synthesis = run("fake:words=80,grammar=false")["transcript"][-1]  # no grammar: it writes past the bounds
+    synthesis = run("fake:words=80,grammar=false")["transcript"][
+        -1
+    ]  # no grammar: it writes past the bounds
     assert synthesis["kind"] == "synthesis" and "description" in synthesis["clamped"]
     within = run("fake:words=80")["transcript"][-1]  # as a grammar-constrained model: within them
     assert "clamped" not in within and len(within["content"]) < len(synthesis["content"])
@@ -85,13 +104,23 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
 
 
 def debate(budget: int, **context: Any) -> dict[str, Any]:
-    return compile_debate().invoke({"problem": "Design a cache"}, {"configurable": {"thread_id": "t"}},
-                                   context=Context(model="openai:test-model", agents="kiss,security", rounds=1,
-                                                   max_output_tokens=budget, **context))
+    return compile_debate().invoke(
+        {"problem": "Design a cache"},
+        {"configurable": {"thread_id": "t"}},
+        context=Context(
+            model="openai:test-model",
+            agents="kiss,security",
+            rounds=1,
+            max_output_tokens=budget,
+            **context,
+        ),
+    )
 
 
 @pytest.mark.parametrize("budget", (96, 192, 1024))
-def test_every_phase_prompt_names_a_length_that_fits_its_budget(server: OpenAIServer, budget: int) -> None:
+def test_every_phase_prompt_names_a_length_that_fits_its_budget(
+    server: OpenAIServer, budget: int
+) -> None:
     debate(budget, summarize=False)
     words = reply_words(budget)
     assert words * TOKENS_PER_WORD + HEADING_TOKENS <= budget

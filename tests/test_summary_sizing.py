@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from debate_engine.memory import make_budget
 from debate_engine.memory.strategies import Plan
-from debate_engine.memory.summarizer import CHARS_PER_TOKEN, SummaryJob, target_length
+from debate_engine.memory.summary_prompt import CHARS_PER_TOKEN, SummaryJob, target_length
 from debate_engine.nodes.summarize import summary_instructions
 from tests.conftest import make_turn
 from tests.support.fake_replies import wanted_tool
@@ -19,13 +19,22 @@ from tests.support.summaries import summarize_with
 PROFILE = {"id": "architect", "role": "architect", "summary_prompt": None}
 
 
-def job(max_length: int = 2500, max_output: int = 384, window: int = 4096, turns: int = 6) -> SummaryJob:
+def job(
+    max_length: int = 2500, max_output: int = 384, window: int = 4096, turns: int = 6
+) -> SummaryJob:
     material = [make_turn(i) for i in range(turns)]
     return SummaryJob(
-        agent_id="architect", role="architect", round=2, reason="test", strategy="rolling",
-        plan=Plan(fold=None, turns=material, through=turns, depth=0, parent_id=None), max_length=max_length,
-        max_output_tokens=max_output, budget=make_budget(window, max_output),
-        system="You are the architect.", instructions=partial(summary_instructions, PROFILE),
+        agent_id="architect",
+        role="architect",
+        round=2,
+        reason="test",
+        strategy="rolling",
+        plan=Plan(fold=None, turns=material, through=turns, depth=0, parent_id=None),
+        max_length=max_length,
+        max_output_tokens=max_output,
+        budget=make_budget(window, max_output),
+        system="You are the architect.",
+        instructions=partial(summary_instructions, PROFILE),
         instruction="Summarize the history above.",
         model_spec="openai:test-model",
     )
@@ -36,7 +45,9 @@ def test_the_length_asked_for_fits_the_output_limit(max_length: int, max_output:
     asked = target_length(job(max_length=max_length, max_output=max_output, window=16_384))
     assert asked <= max_length or asked == 200
     assert asked <= max(200, int(max_output * CHARS_PER_TOKEN))
-    assert f"at most {asked} characters" in summary_instructions(PROFILE, asked)  # the prompt asks for exactly that
+    assert f"at most {asked} characters" in summary_instructions(
+        PROFILE, asked
+    )  # the prompt asks for exactly that
 
 
 def test_the_default_summary_of_a_small_window_is_asked_to_fit() -> None:
@@ -47,8 +58,13 @@ def test_the_default_summary_of_a_small_window_is_asked_to_fit() -> None:
 def server_model(server, max_output: int = 384):  # noqa: ANN001, ANN201
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model="test-model", base_url=server.base_url, api_key="sk-test-sizing", max_retries=0,
-                      max_tokens=max_output)
+    return ChatOpenAI(
+        model="test-model",
+        base_url=server.base_url,
+        api_key="sk-test-sizing",
+        max_retries=0,
+        max_tokens=max_output,
+    )
 
 
 def test_a_summary_cut_at_the_output_limit_is_retried_shorter_not_stored() -> None:
@@ -86,7 +102,9 @@ def test_the_summary_call_reserves_the_agent_output(max_output: int) -> None:
     assert (sent.get("max_tokens") or sent.get("max_completion_tokens")) == max_output
 
 
-def test_an_answer_longer_than_its_slot_is_asked_again_shorter_and_kept_whole_when_the_second_fails() -> None:
+def test_an_answer_longer_than_its_slot_is_asked_again_shorter_and_kept_whole_when_the_second_fails() -> (
+    None
+):
     """The shorter second request is counted and charged; when it fails, the first answer stands, never cut."""
     from debate_engine.calls.road import CallFailed
     from debate_engine.memory.strategies import Plan
@@ -97,9 +115,23 @@ def test_an_answer_longer_than_its_slot_is_asked_again_shorter_and_kept_whole_wh
     class Answer:
         def __init__(self, text: str) -> None:
             self.text, self.truncated = text, False
-            self.parsed = {"narrative": text, **{k: [] for k in ("key_points", "decisions", "unresolved",
-                                                                 "action_items", "participants", "domain_entities")}}
-            self.attempts = [{"model": "fake", "outcome": "ok", "usage": None, "latency_ms": 1, "error": None}]
+            self.parsed = {
+                "narrative": text,
+                **{
+                    k: []
+                    for k in (
+                        "key_points",
+                        "decisions",
+                        "unresolved",
+                        "action_items",
+                        "participants",
+                        "domain_entities",
+                    )
+                },
+            }
+            self.attempts = [
+                {"model": "fake", "outcome": "ok", "usage": None, "latency_ms": 1, "error": None}
+            ]
 
     turns = [make_turn(i) for i in range(4)]
     the_job = job(Plan(fold=None, turns=turns, through=4, depth=0, parent_id=None))
@@ -109,11 +141,15 @@ def test_an_answer_longer_than_its_slot_is_asked_again_shorter_and_kept_whole_wh
     verbose = "They chose a token bucket. " * 400  # far past the slot
     second = steps.send(Answer(verbose))  # asked again, shorter
     assert second.structured and second.user != first.user
-    failure = CallFailed("the second request failed", [{"model": "fake", "outcome": "failed", "usage": None,
-                                                        "latency_ms": 1, "error": "x"}])
+    failure = CallFailed(
+        "the second request failed",
+        [{"model": "fake", "outcome": "failed", "usage": None, "latency_ms": 1, "error": "x"}],
+    )
     try:
         steps.throw(failure)
     except StopIteration as done:
         record = done.value
     assert record["status"] == "ok" and record["narrative"] == verbose.strip(), "kept whole"
-    assert record["calls"] == 2, "the first answer's request and the failed shorter one are both counted"
+    assert record["calls"] == 2, (
+        "the first answer's request and the failed shorter one are both counted"
+    )

@@ -32,13 +32,21 @@ def test_rolling_folds_the_previous_summary_and_keeps_the_newest_verbatim() -> N
 
 
 def test_rolling_with_nothing_kept_covers_through_the_newest_turn() -> None:
-    plan = Rolling().plan(own([3, 5, 7, 9, 11]), summary("before", through=3, ident="p"), keep=0, whole=None)
+    plan = Rolling().plan(
+        own([3, 5, 7, 9, 11]), summary("before", through=3, ident="p"), keep=0, whole=None
+    )
     assert seqs(plan.turns) == [3, 5, 7, 9, 11] and plan.through == 12
 
 
 def test_the_first_rolling_summary_has_no_parent() -> None:
     plan = Rolling().plan(own([0, 2, 4]), None, keep=1, whole=None)
-    assert (plan.fold, seqs(plan.turns), plan.through, plan.depth, plan.parent_id) == (None, [0, 2], 4, 0, None)
+    assert (plan.fold, seqs(plan.turns), plan.through, plan.depth, plan.parent_id) == (
+        None,
+        [0, 2],
+        4,
+        0,
+        None,
+    )
 
 
 def test_rolling_when_everything_uncovered_is_kept_covers_what_it_covered() -> None:
@@ -51,9 +59,13 @@ def test_rolling_with_nothing_uncovered_keeps_the_previous_coverage() -> None:
     assert plan.turns == [] and plan.through == 12 and plan.fold is not None
 
 
-@pytest.mark.parametrize(("max_depth", "prev_depth", "depth", "restarted"),
-                         [(3, 2, 3, False), (3, 3, 0, True), (0, 0, 0, True), (5, 4, 5, False)])
-def test_at_max_depth_the_chain_restarts_instead_of_stopping(max_depth, prev_depth, depth, restarted) -> None:
+@pytest.mark.parametrize(
+    ("max_depth", "prev_depth", "depth", "restarted"),
+    [(3, 2, 3, False), (3, 3, 0, True), (0, 0, 0, True), (5, 4, 5, False)],
+)
+def test_at_max_depth_the_chain_restarts_instead_of_stopping(
+    max_depth, prev_depth, depth, restarted
+) -> None:
     prev = summary("before", through=3, depth=prev_depth, ident="p")
     plan = Rolling(max_depth=max_depth).plan(own([3, 5, 7]), prev, keep=1, whole=None)
     assert (plan.depth, plan.restarted) == (depth, restarted)
@@ -79,14 +91,19 @@ def test_fresh_without_the_whole_perspective_folds_like_rolling() -> None:
 
 
 def test_strategies_by_name() -> None:
-    assert isinstance(get_strategy("rolling", 2), Rolling) and get_strategy("rolling", 2).max_depth == 2
+    assert (
+        isinstance(get_strategy("rolling", 2), Rolling)
+        and get_strategy("rolling", 2).max_depth == 2
+    )
     assert isinstance(get_strategy("fresh"), Fresh)
     with pytest.raises(ValueError, match="unknown summary strategy 'magic'"):
         get_strategy("magic")
 
 
 def test_keep_recent_keeps_at_most_preserve_and_only_what_fits() -> None:
-    turns = [make_turn(i, content=" ".join(["word"] * 10 * (i + 1))) for i in range(4)]  # 10, 20, 30, 40 tokens
+    turns = [
+        make_turn(i, content=" ".join(["word"] * 10 * (i + 1))) for i in range(4)
+    ]  # 10, 20, 30, 40 tokens
     newest_two = (40 + 24) + (30 + 24)
     assert keep_recent(turns, 2, 10_000) == 2
     assert keep_recent(turns, 3, 10_000) == 3
@@ -103,19 +120,35 @@ def debate_transcript(rounds: int = 3, words: int = 30):
     """Briefing, then per round: two refinements and two crossed critiques."""
     out = [make_turn(0, kind="briefing", speaker="moderator", content=marked(0, words))]
     for r in range(1, rounds + 1):
-        for kind, speaker, target in (("refinement", "architect", None), ("refinement", "security", None),
-                                      ("critique", "security", "architect"), ("critique", "architect", "security")):
+        for kind, speaker, target in (
+            ("refinement", "architect", None),
+            ("refinement", "security", None),
+            ("critique", "security", "architect"),
+            ("critique", "architect", "security"),
+        ):
             seq = len(out)
-            out.append(make_turn(seq, kind=kind, speaker=speaker, target=target, round_no=r,
-                                 content=marked(seq, words)))
+            out.append(
+                make_turn(
+                    seq,
+                    kind=kind,
+                    speaker=speaker,
+                    target=target,
+                    round_no=r,
+                    content=marked(seq, words),
+                )
+            )
     return out
 
 
 def architect_view(transcript) -> list[int]:
-    """What the architect sees, by the rule: shared kinds, its own positions, critiques aimed at it."""
-    return [t["seq"] for t in transcript
-            if t["kind"] == "briefing" or (t["kind"] == "refinement" and t["speaker"] == "architect")
-            or (t["kind"] == "critique" and t["target"] == "architect")]
+    """Return what the architect sees, by the rule: shared kinds, its own positions, critiques aimed at it."""
+    return [
+        t["seq"]
+        for t in transcript
+        if t["kind"] == "briefing"
+        or (t["kind"] == "refinement" and t["speaker"] == "architect")
+        or (t["kind"] == "critique" and t["target"] == "architect")
+    ]
 
 
 def test_rolling_material_is_every_uncovered_turn_but_the_kept_tail() -> None:
@@ -138,17 +171,25 @@ def test_fresh_material_is_the_whole_perspective_when_it_fits_the_recent_slice()
     small = summary_material(transcript, "architect", prev, s, BIG)
     assert small.strategy == "fresh" and small.plan.fold is None
     assert seqs(small.plan.turns) == [0, 1, 3, 5, 7, 9] and small.plan.through == 11
-    long = debate_transcript(rounds=3, words=300)  # 7 turns of ~900 tokens: more than BIG.recent (4432)
+    long = debate_transcript(
+        rounds=3, words=300
+    )  # 7 turns of ~900 tokens: more than BIG.recent (4432)
     assert sum(t["tokens"] + 24 for t in long if t["seq"] in architect_view(long)) > BIG.recent
     folded = summary_material(long, "architect", prev, s, BIG)
-    assert folded.plan.fold is prev and seqs(folded.plan.turns) == [5, 7, 9] and folded.plan.through == 11
+    assert (
+        folded.plan.fold is prev
+        and seqs(folded.plan.turns) == [5, 7, 9]
+        and folded.plan.through == 11
+    )
 
 
 def test_the_kept_tail_is_limited_by_half_the_recent_slice() -> None:
     transcript = debate_transcript(rounds=3, words=100)  # ~300 tokens a turn
     per_turn = transcript[11]["tokens"] + 24
     assert per_turn > SMALL.recent // 2
-    material = summary_material(transcript, "architect", None, SummarizationSettings(preserve_recent=2), SMALL)
+    material = summary_material(
+        transcript, "architect", None, SummarizationSettings(preserve_recent=2), SMALL
+    )
     assert material.plan.through == 12 and seqs(material.plan.turns) == architect_view(transcript)
 
 

@@ -16,8 +16,15 @@ BUDGET = make_budget(2560, 512)
 # total 2048: system 512, summary 256, recent min(1280, 2048 - 512 - 256 - 48) = 1232; history 256 + 1232 = 1488
 RECENT, HISTORY = 1232, 1488
 # Every trigger off, no guards: each test turns on what it tests.
-OFF = SummarizationSettings(threshold=0, token_limit=0, trigger_ratio=2.0, reset_ratio=0.5, every_n_turns=0,
-                            min_turns=1, cooldown_turns=0)
+OFF = SummarizationSettings(
+    threshold=0,
+    token_limit=0,
+    trigger_ratio=2.0,
+    reset_ratio=0.5,
+    every_n_turns=0,
+    min_turns=1,
+    cooldown_turns=0,
+)
 
 
 def off(**changes) -> SummarizationSettings:
@@ -116,7 +123,9 @@ WIDE_HISTORY = 1744
 
 def test_cooldown_holds_until_enough_turns_since_the_last_summary() -> None:
     s = off(token_limit=100, cooldown_turns=4, reset_ratio=0.5, trigger_ratio=0.5)
-    heavy = summary("word", through=9, tokens_after=WIDE_HISTORY // 2)  # usage 0.50, not below the 0.50 reset
+    heavy = summary(
+        "word", through=9, tokens_after=WIDE_HISTORY // 2
+    )  # usage 0.50, not below the 0.50 reset
     held = decide(live(turns=3, tokens=100), heavy, s, WIDE)
     assert not held.fire and "cooldown" in held.reason
     assert decide(live(turns=4, tokens=100), heavy, s, WIDE).fire
@@ -167,14 +176,20 @@ def test_overflow_needs_a_turn_to_fold() -> None:
 
 @pytest.mark.parametrize("tokens", [0, RECENT + 1, 10 * RECENT])
 def test_disabled_never_fires(tokens: int) -> None:
-    s = SummarizationSettings(enabled=False, threshold=1, token_limit=1, every_n_turns=1, min_turns=1)
-    decision = decide(live(turns=100, tokens=tokens, chars=10**6), summary("w", through=1), s, BUDGET)
+    s = SummarizationSettings(
+        enabled=False, threshold=1, token_limit=1, every_n_turns=1, min_turns=1
+    )
+    decision = decide(
+        live(turns=100, tokens=tokens, chars=10**6), summary("w", through=1), s, BUDGET
+    )
     assert not decision.fire and decision.reason == "disabled"
 
 
 def test_should_summarize_when_disabled_never_fires_on_a_huge_transcript() -> None:
     transcript = [make_turn(i, content="tok " * 600) for i in range(20)]
-    decision = should_summarize(transcript, "architect", None, SummarizationSettings(enabled=False), BUDGET)
+    decision = should_summarize(
+        transcript, "architect", None, SummarizationSettings(enabled=False), BUDGET
+    )
     assert not decision.fire and decision.reason == "disabled"
 
 
@@ -182,15 +197,25 @@ def test_should_summarize_when_disabled_never_fires_on_a_huge_transcript() -> No
 
 
 def perspective_transcript():
-    """A three-agent transcript; the comments mark what ``architect`` sees."""
+    """Return a three-agent transcript; the comments mark what ``architect`` sees."""
     return [
-        make_turn(0, kind="briefing", speaker="moderator", content="Briefing on quota_service."),  # seen
+        make_turn(
+            0, kind="briefing", speaker="moderator", content="Briefing on quota_service."
+        ),  # seen
         make_turn(1, speaker="architect", content="Architect proposes buckets."),  # seen
         make_turn(2, speaker="security", content="Security proposes mTLS."),
-        make_turn(3, kind="critique", speaker="security", target="architect", content="Buckets leak."),  # seen
-        make_turn(4, kind="critique", speaker="architect", target="security", content="mTLS is heavy."),
-        make_turn(5, kind="critique", speaker="performance", target="security", content="Slow handshakes."),
-        make_turn(6, kind="refinement", speaker="architect", content="Leaky bucket per tenant."),  # seen
+        make_turn(
+            3, kind="critique", speaker="security", target="architect", content="Buckets leak."
+        ),  # seen
+        make_turn(
+            4, kind="critique", speaker="architect", target="security", content="mTLS is heavy."
+        ),
+        make_turn(
+            5, kind="critique", speaker="performance", target="security", content="Slow handshakes."
+        ),
+        make_turn(
+            6, kind="refinement", speaker="architect", content="Leaky bucket per tenant."
+        ),  # seen
         make_turn(7, kind="refinement", speaker="security", content="mTLS at the edge."),
         make_turn(8, kind="synthesis", speaker="judge", content="Final answer."),
     ]
@@ -201,7 +226,12 @@ def test_measure_counts_turn_costs_and_characters() -> None:
     assert [t["tokens"] for t in turns] == [10, 20, 30, 40]  # "word word ..." is one token a word
     got = measure(reversed(turns), SummarizationSettings(), BUDGET)
     expected_chars = sum(5 * 10 * i - 1 for i in range(1, 5))  # n words: 4n letters, n - 1 spaces
-    assert (got.turns, got.tokens, got.chars, got.saturated) == (4, 100 + 4 * 24, expected_chars, False)
+    assert (got.turns, got.tokens, got.chars, got.saturated) == (
+        4,
+        100 + 4 * 24,
+        expected_chars,
+        False,
+    )
 
 
 def test_measure_stops_reading_once_every_trigger_has_fired() -> None:
@@ -248,15 +278,29 @@ def test_the_judge_sees_everything_but_the_synthesis() -> None:
 def test_measuring_stops_early_only_when_the_decision_cannot_change(
     sizes, threshold, token_limit, every, min_turns, cooldown, summary_tokens
 ) -> None:
-    s = SummarizationSettings(threshold=threshold, token_limit=token_limit, every_n_turns=every,
-                              min_turns=min_turns, cooldown_turns=cooldown)
+    s = SummarizationSettings(
+        threshold=threshold,
+        token_limit=token_limit,
+        every_n_turns=every,
+        min_turns=min_turns,
+        cooldown_turns=cooldown,
+    )
     turns = [make_turn(i, content="tok " * n) for i, n in enumerate(sizes)]
-    prev = None if summary_tokens is None else summary("prior", through=0, tokens_after=summary_tokens)
-    full = Live(turns=len(turns), tokens=sum(t["tokens"] + 24 for t in turns),
-                chars=sum(len(t["content"]) for t in turns))
+    prev = (
+        None if summary_tokens is None else summary("prior", through=0, tokens_after=summary_tokens)
+    )
+    full = Live(
+        turns=len(turns),
+        tokens=sum(t["tokens"] + 24 for t in turns),
+        chars=sum(len(t["content"]) for t in turns),
+    )
     measured = measure(reversed(turns), s, BUDGET)
     if not measured.saturated:
-        assert (measured.turns, measured.tokens, measured.chars) == (full.turns, full.tokens, full.chars)
+        assert (measured.turns, measured.tokens, measured.chars) == (
+            full.turns,
+            full.tokens,
+            full.chars,
+        )
     assert decide(measured, prev, s, BUDGET).fire == decide(full, prev, s, BUDGET).fire
     if full.tokens > RECENT and full.turns:
         assert decide(full, prev, s, BUDGET).fire, "overflow always fires"
@@ -266,16 +310,37 @@ def test_measuring_stops_early_only_when_the_decision_cannot_change(
 
 
 def test_agent_settings_merge_field_by_field() -> None:
-    debate = SummarizationSettings.model_validate({"threshold": 5000, "maxLength": 2500, "method": "length-based"})
+    debate = SummarizationSettings.model_validate(
+        {"threshold": 5000, "maxLength": 2500, "method": "length-based"}
+    )
     agent = debate.merged({"threshold": 8000, "everyNTurns": 6})
-    assert (agent.threshold, agent.max_length, agent.method, agent.every_n_turns) == (8000, 2500, "fresh", 6)
+    assert (agent.threshold, agent.max_length, agent.method, agent.every_n_turns) == (
+        8000,
+        2500,
+        "fresh",
+        6,
+    )
 
 
 def test_seed_aliases_load() -> None:
-    s = SummarizationSettings.model_validate({"tokenLimit": 900, "triggerTokenRatio": 0.6, "resetTokenRatio": 0.4,
-                                              "minMessages": 3, "cooldownMessages": 5, "maxSummaryChainDepth": 2})
-    assert (s.token_limit, s.trigger_ratio, s.reset_ratio, s.min_turns, s.cooldown_turns, s.max_depth) == (
-        900, 0.6, 0.4, 3, 5, 2)
+    s = SummarizationSettings.model_validate(
+        {
+            "tokenLimit": 900,
+            "triggerTokenRatio": 0.6,
+            "resetTokenRatio": 0.4,
+            "minMessages": 3,
+            "cooldownMessages": 5,
+            "maxSummaryChainDepth": 2,
+        }
+    )
+    assert (
+        s.token_limit,
+        s.trigger_ratio,
+        s.reset_ratio,
+        s.min_turns,
+        s.cooldown_turns,
+        s.max_depth,
+    ) == (900, 0.6, 0.4, 3, 5, 2)
 
 
 def test_a_reset_ratio_above_the_trigger_ratio_is_rejected() -> None:

@@ -18,7 +18,9 @@ NOT_SHIPPED = {"tests", "bench"}
 
 
 def setuptools_table() -> dict[str, Any]:
-    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
 
 
 def mapped() -> dict[str, Path]:
@@ -67,8 +69,13 @@ def test_every_package_at_the_root_is_mapped_except_the_tests_and_the_bench() ->
 def test_every_file_that_is_not_python_is_package_data() -> None:
     """The prompts above all: a ``.md`` file left out of package data fails only in an installed wheel."""
     data: dict[str, list[str]] = setuptools_table().get("package-data", {})
-    left_out = [str(path.relative_to(ROOT)) for name, folder in tree().items() for path in sorted(folder.iterdir())
-                if path.is_file() and path.suffix not in (".py", ".pyc")
-                and not any(fnmatch.fnmatch(path.name, pattern) for pattern in data.get(name, []))]
+    left_out = [
+        str(path.relative_to(ROOT))
+        for name, folder in tree().items()
+        for path in sorted(folder.iterdir())
+        if path.is_file()
+        and path.suffix not in (".py", ".pyc")
+        and not any(fnmatch.fnmatch(path.name, pattern) for pattern in data.get(name, []))
+    ]
     assert left_out == []
     assert any(folder.glob("*.md") for folder in tree().values())  # the prompts are found at all

@@ -4,5 +4,18 @@ A command module imports only ``argparse`` at its top, so building the
 parser (``debate --help``) stays instant; its ``main`` imports what it needs.
 """
 
-COMMANDS = ("run", "resume", "fork", "show", "report", "eval", "probe", "list", "submit", "worker", "jobs", "compare")
+COMMANDS = (
+    "run",
+    "resume",
+    "fork",
+    "show",
+    "report",
+    "eval",
+    "probe",
+    "list",
+    "submit",
+    "worker",
+    "jobs",
+    "compare",
+)
 """Module names under ``debate_engine.app.commands``, in ``--help`` order."""

@@ -18,11 +18,19 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     ev = sub.add_parser("eval", help="score a finished debate's solution with evaluator agents")
     add_source(ev)
-    ev.add_argument("--config", help="JSON config file whose `evaluators` list (agent entries) sets the evaluators")
-    ev.add_argument("--model", help="one evaluator on this model (with --config: every evaluator's model); "
-                    "default: an evaluator's own model, else the debate's judge model")
+    ev.add_argument(
+        "--config",
+        help="JSON config file whose `evaluators` list (agent entries) sets the evaluators",
+    )
+    ev.add_argument(
+        "--model",
+        help="one evaluator on this model (with --config: every evaluator's model); "
+        "default: an evaluator's own model, else the debate's judge model",
+    )
     ev.add_argument("--output", help="write the evaluation as JSON here (default: stdout)")
-    ev.add_argument("--csv", help="append one row with the averages to this CSV file (the header once)")
+    ev.add_argument(
+        "--csv", help="append one row with the averages to this CSV file (the header once)"
+    )
     ev.add_argument("--md", help="write the scores as a Markdown table here")
     add_env_file(ev)
     add_db(ev)
@@ -44,7 +52,9 @@ def main(args: argparse.Namespace) -> int:
     judge = ((values.get("settings") or {}).get("judge") or {}).get("model")
     evaluators = evaluators_of(args.config, args.model, judge)
     for evaluator in evaluators:
-        check_credentials(evaluator.models[0])  # a missing API key is an input error, found before any call
+        check_credentials(
+            evaluator.models[0]
+        )  # a missing API key is an input error, found before any call
     doc = run_until_signal(evaluate(values, evaluators, source, on_start=_started, on_done=_ended))
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     if args.output:
@@ -54,14 +64,19 @@ def main(args: argparse.Namespace) -> int:
     if args.md:
         _write(args.md, markdown(doc), "md")
     if not doc["parsed"]:
-        print("error: no evaluator's reply could be parsed, so there are no scores"
-              + (f"; nothing appended to {args.csv}" if args.csv else ""), file=sys.stderr)
+        print(
+            "error: no evaluator's reply could be parsed, so there are no scores"
+            + (f"; nothing appended to {args.csv}" if args.csv else ""),
+            file=sys.stderr,
+        )
         return EXIT_PROVIDER
     if args.csv:
         try:
             append_csv(args.csv, doc)
         except OSError as exc:
-            raise OutputFailed(f"cannot append to --csv {args.csv} ({exc.strerror or exc})") from None
+            raise OutputFailed(
+                f"cannot append to --csv {args.csv} ({exc.strerror or exc})"
+            ) from None
     return EXIT_OK
 
 
@@ -74,8 +89,11 @@ def _ended(record: dict[str, Any]) -> None:
     """One line per evaluator as it ends: its overall score, or why it failed."""
     who = f"evaluator {record['id']} ({record['model']})"
     if record["status"] == "ok":
-        print(f"{who}: overall {record['criteria']['overall']['score']}/10, "
-              f"{record['latency_ms'] / 1000:.1f} s", file=sys.stderr)
+        print(
+            f"{who}: overall {record['criteria']['overall']['score']}/10, "
+            f"{record['latency_ms'] / 1000:.1f} s",
+            file=sys.stderr,
+        )
     else:
         print(f"{who} failed: {record['error']}", file=sys.stderr)
 
@@ -87,8 +105,10 @@ def _write(path: str, text: str, flag: str = "output") -> None:
     except OSError as exc:
         if flag == "output":
             sys.stdout.write(text)
-        raise OutputFailed(f"cannot write --{flag} {path} ({exc.strerror or exc})"
-                           + ("; the evaluation is printed on stdout instead" if flag == "output" else "")) from None
+        raise OutputFailed(
+            f"cannot write --{flag} {path} ({exc.strerror or exc})"
+            + ("; the evaluation is printed on stdout instead" if flag == "output" else "")
+        ) from None
 
 
 def append_csv(path: str, doc: dict[str, Any]) -> None:
@@ -100,23 +120,45 @@ def append_csv(path: str, doc: dict[str, Any]) -> None:
     with target.open("a", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         if new:
-            writer.writerow(["evaluated_at", "source", "problem", "evaluators", "parsed", *doc["criteria"]])
-        writer.writerow([doc["evaluated_at"], doc["source"], doc["problem"], len(doc["evaluators"]), doc["parsed"],
-                         *(doc["averages"][c] for c in doc["criteria"])])
+            writer.writerow(
+                ["evaluated_at", "source", "problem", "evaluators", "parsed", *doc["criteria"]]
+            )
+        writer.writerow(
+            [
+                doc["evaluated_at"],
+                doc["source"],
+                doc["problem"],
+                len(doc["evaluators"]),
+                doc["parsed"],
+                *(doc["averages"][c] for c in doc["criteria"]),
+            ]
+        )
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The scores as a table (one column per evaluator, then the average), then every justification."""
+    """Return the scores as a table (one column per evaluator, then the average), then every justification."""
     from debate_engine.app.evaluate import CRITERIA
 
     records = doc["evaluators"]
     head = [f"{r['id']} (`{r['model']}`)" for r in records]
-    lines = ["# Evaluation", "", f"Debate: {doc['source']}: {doc['problem']}", "",
-             "| criterion | " + " | ".join([*head, "average"]) + " |", "|---" * (len(records) + 2) + "|"]
+    lines = [
+        "# Evaluation",
+        "",
+        f"Debate: {doc['source']}: {doc['problem']}",
+        "",
+        "| criterion | " + " | ".join([*head, "average"]) + " |",
+        "|---" * (len(records) + 2) + "|",
+    ]
     for name, label in CRITERIA.items():
-        cells = [str(r["criteria"][name]["score"]) if r["status"] == "ok" else "failed" for r in records]
+        cells = [
+            str(r["criteria"][name]["score"]) if r["status"] == "ok" else "failed" for r in records
+        ]
         average = doc["averages"][name]
-        lines.append(f"| {label} | " + " | ".join([*cells, "n/a" if average is None else f"{average:.2f}"]) + " |")
+        lines.append(
+            f"| {label} | "
+            + " | ".join([*cells, "n/a" if average is None else f"{average:.2f}"])
+            + " |"
+        )
     failed = [r for r in records if r["status"] != "ok"]
     if failed:
         lines += ["", "Failed evaluators (left out of the averages):", ""]
@@ -124,7 +166,9 @@ def markdown(doc: dict[str, Any]) -> str:
     for record in records:
         if record["status"] == "ok":
             lines += ["", f"## {record['id']} (`{record['model']}`)", ""]
-            lines += [f"- **{label}** ({record['criteria'][name]['score']}/10): "
-                      f"{' '.join(record['criteria'][name]['justification'].split())}"
-                      for name, label in CRITERIA.items()]
+            lines += [
+                f"- **{label}** ({record['criteria'][name]['score']}/10): "
+                f"{' '.join(record['criteria'][name]['justification'].split())}"
+                for name, label in CRITERIA.items()
+            ]
     return "\n".join(lines) + "\n"

@@ -23,26 +23,48 @@ from debate_engine.app.outputs import (
 
 
 def register(sub: Any) -> None:
-    fork = sub.add_parser("fork", help="continue a stored debate from the end of a round in a new thread",
-                          description="Start a new debate that keeps a stored debate's transcript, summaries, "
-                          "positions and spend up to the end of round K, then goes on with changed settings. "
-                          "The original is left untouched.")
+    fork = sub.add_parser(
+        "fork",
+        help="continue a stored debate from the end of a round in a new thread",
+        description="Start a new debate that keeps a stored debate's transcript, summaries, "
+        "positions and spend up to the end of round K, then goes on with changed settings. "
+        "The original is left untouched.",
+    )
     fork.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
-    fork.add_argument("--round", type=int, required=True, metavar="K", help="fork at the end of round K "
-                      "(turn K in the roundtable)")
-    fork.add_argument("--agents", help="the fork's agents: roles, or ids/roles of the config's agents")
+    fork.add_argument(
+        "--round",
+        type=int,
+        required=True,
+        metavar="K",
+        help="fork at the end of round K (turn K in the roundtable)",
+    )
+    fork.add_argument(
+        "--agents", help="the fork's agents: roles, or ids/roles of the config's agents"
+    )
     fork.add_argument("--model", help="the fork's model for every agent and the judge")
     fork.add_argument("--judge-model", help="the fork's model for the judge only")
-    fork.add_argument("--rounds", type=int, help="rounds in all, the kept ones included (turns in the roundtable)")
+    fork.add_argument(
+        "--rounds", type=int, help="rounds in all, the kept ones included (turns in the roundtable)"
+    )
     fork.add_argument("--config", help="a JSON config file for the fork (default: the original's)")
-    fork.add_argument("--variants", help="one fork per ';'-separated variant of space-separated KEY=VALUE words "
-                      "(agents, model, judge-model, rounds, config), run at once, then their verdicts side by "
-                      "side: 'model=a;model=b;agents=x,y'")
-    fork.add_argument("--thread-id", help="the fork's thread id (default: THREAD-fork-rK-XXXXXX); with --variants "
-                      "each fork is ID-1, ID-2, ...")
-    fork.add_argument("--queue", action="store_true", help="with --variants on a PostgreSQL --db: write the forks "
-                      "here, let `debate worker`s run them, wait, then print the table; Ctrl-C leaves them queued "
-                      "and the same command waits again")
+    fork.add_argument(
+        "--variants",
+        help="one fork per ';'-separated variant of space-separated KEY=VALUE words "
+        "(agents, model, judge-model, rounds, config), run at once, then their verdicts side by "
+        "side: 'model=a;model=b;agents=x,y'",
+    )
+    fork.add_argument(
+        "--thread-id",
+        help="the fork's thread id (default: THREAD-fork-rK-XXXXXX); with --variants "
+        "each fork is ID-1, ID-2, ...",
+    )
+    fork.add_argument(
+        "--queue",
+        action="store_true",
+        help="with --variants on a PostgreSQL --db: write the forks "
+        "here, let `debate worker`s run them, wait, then print the table; Ctrl-C leaves them queued "
+        "and the same command waits again",
+    )
     add_progress(fork)
     add_outputs(fork)
     add_db(fork)
@@ -55,18 +77,29 @@ def main(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
     check_outputs(args)
     if args.round < 1:
-        raise UserError(f"--round {args.round}: rounds count from 1; give the round whose end the fork starts from")
-    base = Changes(agents=args.agents, model=args.model, judge_model=args.judge_model, rounds=args.rounds,
-                   config=args.config)
+        raise UserError(
+            f"--round {args.round}: rounds count from 1; give the round whose end the fork starts from"
+        )
+    base = Changes(
+        agents=args.agents,
+        model=args.model,
+        judge_model=args.judge_model,
+        rounds=args.rounds,
+        config=args.config,
+    )
     if args.config is not None and not args.config.strip():
-        raise UserError("--config '': the path is empty; give a config file, or leave --config out to keep the "
-                        "original's")
+        raise UserError(
+            "--config '': the path is empty; give a config file, or leave --config out to keep the "
+            "original's"
+        )
     _check_queue(args)
     if args.variants is None:
         return run_until_signal(_fork(args, [base]))
     if args.output or args.report:
-        raise UserError("--output and --report write one debate; with --variants, write each fork's with "
-                        "`debate show THREAD --output FILE` afterwards")
+        raise UserError(
+            "--output and --report write one debate; with --variants, write each fork's with "
+            "`debate show THREAD --output FILE` afterwards"
+        )
     variants = [v.over(base) for v in parse_variants(args.variants)]
     if not args.queue:
         return run_until_signal(_fork(args, variants))
@@ -87,23 +120,33 @@ def _check_queue(args: argparse.Namespace) -> None:
     from debate_engine.app.persistence import is_postgres
 
     if args.queue and args.variants is None:
-        raise UserError("--queue hands --variants' forks to `debate worker`s; one fork runs here: add --variants, "
-                        "or leave --queue out")
+        raise UserError(
+            "--queue hands --variants' forks to `debate worker`s; one fork runs here: add --variants, "
+            "or leave --queue out"
+        )
     if args.queue and not is_postgres(db_of(args)):
-        raise UserError("--queue hands the forks to `debate worker`s, which share a PostgreSQL database: pass --db "
-                        "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
-                        "so leave --queue out to run the variants here")
+        raise UserError(
+            "--queue hands the forks to `debate worker`s, which share a PostgreSQL database: pass --db "
+            "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
+            "so leave --queue out to run the variants here"
+        )
 
 
 def _threads(args: argparse.Namespace, count: int) -> list[str]:
-    """The forks' thread ids: ``--thread-id`` (numbered with variants), else new ones named after the original.
+    """Return the forks' thread ids: ``--thread-id`` (numbered with variants), else new ones named after the original.
 
     With ``--queue`` the default is named after the variants too, so the same command finds its queued forks.
     """
     import hashlib
 
-    tag = hashlib.sha256(f"{args.variants}|{args.model}|{args.agents}|{args.judge_model}|{args.rounds}|"
-                         f"{args.config}".encode()).hexdigest()[:6] if args.queue else uuid.uuid4().hex[:6]
+    tag = (
+        hashlib.sha256(
+            f"{args.variants}|{args.model}|{args.agents}|{args.judge_model}|{args.rounds}|"
+            f"{args.config}".encode()
+        ).hexdigest()[:6]
+        if args.queue
+        else uuid.uuid4().hex[:6]
+    )
     base = args.thread_id or f"{args.thread}-fork-r{args.round}-{tag}"
     return [base] if args.variants is None else [f"{base}-{n}" for n in range(1, count + 1)]
 
@@ -117,15 +160,25 @@ async def _fork(args: argparse.Namespace, variants: list[Any]) -> int:
     db = db_of(args)
     threads = _threads(args, len(variants))
     if args.thread in threads:
-        raise UserError(f"--thread-id {args.thread}: that is the original; the fork needs a thread of its own")
+        raise UserError(
+            f"--thread-id {args.thread}: that is the original; the fork needs a thread of its own"
+        )
     async with open_checkpointer(db) as saver:
         reader = compile_debate(checkpointer=saver)  # either protocol's state reads the same
         async with athread_lock(db, args.thread):  # refused while another process runs it
             point = await fork_point(saver, reader, args.thread, args.round, db)
-        original = dict((await reader.aget_state({"configurable": {"thread_id": args.thread}})).values)
+        original = dict(
+            (await reader.aget_state({"configurable": {"thread_id": args.thread}})).values
+        )
         origin = origin_of(point, args.thread, args.round)
-        plans = [(thread, changes, fork_values(point, *fork_settings(point.values, changes, args.round), origin))
-                 for thread, changes in zip(threads, variants, strict=True)]  # every mistake found before a write
+        plans = [
+            (
+                thread,
+                changes,
+                fork_values(point, *fork_settings(point.values, changes, args.round), origin),
+            )
+            for thread, changes in zip(threads, variants, strict=True)
+        ]  # every mistake found before a write
         graph = graph_for(protocol_of(point.values), saver)
         kept = await _kept(graph, plans) if args.queue else set()
         for thread in threads:
@@ -135,28 +188,38 @@ async def _fork(args: argparse.Namespace, variants: list[Any]) -> int:
             thread, changes, values = plans[0]
             return await _single(args, db, graph, point, thread, changes, values)
         for thread, changes, _ in plans:
-            say(args, f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}"
-                + (" (written before; not written again)" if thread in kept else ""))
+            say(
+                args,
+                f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}"
+                + (" (written before; not written again)" if thread in kept else ""),
+            )
         if args.queue:
             results = await _queued(args, db, graph, point, plans, kept)
         else:
-            runs = [_run(db, graph, point, thread, values, quiet=True) for thread, _, values in plans]
+            runs = [
+                _run(db, graph, point, thread, values, quiet=True) for thread, _, values in plans
+            ]
             results = await asyncio.gather(*runs, return_exceptions=True)
     return _table(args, original, plans, results)
 
 
 async def _kept(graph: Any, plans: list[Any]) -> set[str]:
-    """The forks a ``--queue`` run of the same command wrote before: same origin, same settings."""
+    """Return the forks a ``--queue`` run of the same command wrote before: same origin, same settings."""
     kept = set()
     for thread, _, values in plans:
         stored = (await graph.aget_state({"configurable": {"thread_id": thread}})).values
-        if stored and stored.get("forked_from") == values["forked_from"] and stored.get("context") == values["context"]:
+        if (
+            stored
+            and stored.get("forked_from") == values["forked_from"]
+            and stored.get("context") == values["context"]
+        ):
             kept.add(thread)
     return kept
 
 
-async def _queued(args: argparse.Namespace, db: str, graph: Any, point: Any, plans: list[Any],
-                  kept: set[str]) -> list[Any]:
+async def _queued(
+    args: argparse.Namespace, db: str, graph: Any, point: Any, plans: list[Any], kept: set[str]
+) -> list[Any]:
     """Write the new forks, let the workers run every unfinished one, wait; each fork's values or failure."""
     from debate_engine.app.compare.queued import QueuedRunFailed, Run, submit, wait
     from debate_engine.app.fork import write_fork
@@ -182,8 +245,12 @@ async def _queued(args: argparse.Namespace, db: str, graph: Any, point: Any, pla
             say(args, f"fork {thread} finished ({done[0]}/{len(left)})")
 
         failed = await wait(app, left, finished)
-    return [QueuedRunFailed(f"fork {thread} failed on a worker: {failed[thread]}") if thread in failed
-            else dict((await state(thread)).values) for thread, _, _ in plans]
+    return [
+        QueuedRunFailed(f"fork {thread} failed on a worker: {failed[thread]}")
+        if thread in failed
+        else dict((await state(thread)).values)
+        for thread, _, _ in plans
+    ]
 
 
 def _stopped(args: argparse.Namespace, signum: int, threads: list[str]) -> int:
@@ -192,14 +259,30 @@ def _stopped(args: argparse.Namespace, signum: int, threads: list[str]) -> int:
 
     from debate_engine.providers.secrets import redact
 
-    word, code = ("interrupted", EXIT_INTERRUPTED) if signum == signal.SIGINT else ("terminated", EXIT_TERMINATED)
-    print(redact(f"error: {word}; the forks {', '.join(threads)} stay in the queue and `debate worker`s go on "
-                 "running them.\nWait for them and print the table with the same command."), file=sys.stderr)
+    word, code = (
+        ("interrupted", EXIT_INTERRUPTED)
+        if signum == signal.SIGINT
+        else ("terminated", EXIT_TERMINATED)
+    )
+    print(
+        redact(
+            f"error: {word}; the forks {', '.join(threads)} stay in the queue and `debate worker`s go on "
+            "running them.\nWait for them and print the table with the same command."
+        ),
+        file=sys.stderr,
+    )
     return code
 
 
-async def _run(db: str, graph: Any, point: Any, thread: str, values: dict[str, Any], quiet: bool,
-               verbose: bool = False) -> dict[str, Any]:
+async def _run(
+    db: str,
+    graph: Any,
+    point: Any,
+    thread: str,
+    values: dict[str, Any],
+    quiet: bool,
+    verbose: bool = False,
+) -> dict[str, Any]:
     """Write one fork and drive it to its end, holding its thread; its final values.
 
     Its final line counts its own calls and time; the kept rounds' line follows, apart.
@@ -225,8 +308,15 @@ async def _run(db: str, graph: Any, point: Any, thread: str, values: dict[str, A
     return dict(snapshot.values)
 
 
-async def _single(args: argparse.Namespace, db: str, graph: Any, point: Any, thread: str, changes: Any,
-                  values: dict[str, Any]) -> int:
+async def _single(
+    args: argparse.Namespace,
+    db: str,
+    graph: Any,
+    point: Any,
+    thread: str,
+    changes: Any,
+    values: dict[str, Any],
+) -> int:
     """One fork, shown like a run: progress on stderr, the solution on stdout, the outputs asked for."""
     args.thread_id = thread  # what the output hints name
     say(args, f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}")
@@ -234,18 +324,29 @@ async def _single(args: argparse.Namespace, db: str, graph: Any, point: Any, thr
     return finish(final, args)
 
 
-def _table(args: argparse.Namespace, original: dict[str, Any], plans: list[Any], results: list[Any]) -> int:
+def _table(
+    args: argparse.Namespace, original: dict[str, Any], plans: list[Any], results: list[Any]
+) -> int:
     """Print the variants' verdicts side by side; the first failure, if any, then decides the exit code."""
     from debate_engine.app.fork import outcome_table
     from debate_engine.providers.secrets import redact
 
-    done = [(changes.label(), thread, values) for (thread, changes, _), values in zip(plans, results, strict=True)
-            if isinstance(values, dict)]
+    done = [
+        (changes.label(), thread, values)
+        for (thread, changes, _), values in zip(plans, results, strict=True)
+        if isinstance(values, dict)
+    ]
     print(redact(outcome_table((args.thread, original), done)))
-    failed = [(thread, error) for (thread, _, _), error in zip(plans, results, strict=True)
-              if isinstance(error, BaseException)]
+    failed = [
+        (thread, error)
+        for (thread, _, _), error in zip(plans, results, strict=True)
+        if isinstance(error, BaseException)
+    ]
     for thread, _ in failed:
-        print(f"fork {thread} did not finish; continue it with `debate resume {thread}`", file=sys.stderr)
+        print(
+            f"fork {thread} did not finish; continue it with `debate resume {thread}`",
+            file=sys.stderr,
+        )
     if failed:
         raise failed[0][1]
     return 0

@@ -25,15 +25,29 @@ SELECT DISTINCT ON (j.lock) j.lock AS thread, j.status::text AS status, j.attemp
   FROM procrastinate_jobs j LEFT JOIN debate_job_notes n ON n.job_id = j.id
  WHERE j.queue_name = %(queue)s AND j.task_name = %(task)s
  ORDER BY j.lock, j.id DESC"""
-STATE_OF = {"todo": "queued", "doing": "running", "succeeded": "done", "failed": "failed",
-            "aborted": "failed", "cancelled": "failed"}
+STATE_OF = {
+    "todo": "queued",
+    "doing": "running",
+    "succeeded": "done",
+    "failed": "failed",
+    "aborted": "failed",
+    "cancelled": "failed",
+}
 
 
 def register(sub: Any) -> None:
-    jobs = sub.add_parser("jobs", help="queued, running, done and failed debates of the queue (PostgreSQL)")
-    jobs.add_argument("--wait", action="store_true", help="show progress until nothing is queued or running; "
-                      "exit 0 if every debate succeeded, else 3")
-    jobs.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="--wait polls this often")
+    jobs = sub.add_parser(
+        "jobs", help="queued, running, done and failed debates of the queue (PostgreSQL)"
+    )
+    jobs.add_argument(
+        "--wait",
+        action="store_true",
+        help="show progress until nothing is queued or running; "
+        "exit 0 if every debate succeeded, else 3",
+    )
+    jobs.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="--wait polls this often"
+    )
     add_db(jobs)
 
 
@@ -68,8 +82,11 @@ async def _jobs(db: str, wait: bool, interval: float) -> int:
         await print_rows(saver, rows)
     failed = [r for r in rows if r["state"] == "failed"]
     if wait and failed:
-        print(f"{len(failed)} debate(s) failed; fix the cause, then `debate submit --thread-id THREAD` "
-              "or `debate resume THREAD` continues each from its last checkpoint:", file=sys.stderr)
+        print(
+            f"{len(failed)} debate(s) failed; fix the cause, then `debate submit --thread-id THREAD` "
+            "or `debate resume THREAD` continues each from its last checkpoint:",
+            file=sys.stderr,
+        )
         for row in failed:
             print(f"  {row['thread']}: {row['error']}", file=sys.stderr)
         return EXIT_PROVIDER
@@ -89,11 +106,23 @@ async def job_rows(app: Any, saver: Any) -> list[dict[str, Any]]:
     for row in rows:
         state = STATE_OF.get(row["status"], row["status"])
         worker = row["worker"] or (f"worker #{row['worker_id']}" if row["worker_id"] else "")
-        error = row["error"] or ({"aborted": "aborted", "cancelled": "cancelled"}.get(row["status"], ""))
-        if state == "failed" and ((await status_of(saver, row["thread"]))[0] or {}).get("phase") == "done":
+        error = row["error"] or (
+            {"aborted": "aborted", "cancelled": "cancelled"}.get(row["status"], "")
+        )
+        if (
+            state == "failed"
+            and ((await status_of(saver, row["thread"]))[0] or {}).get("phase") == "done"
+        ):
             state = "done"
-        out.append({"thread": row["thread"], "state": state, "worker": worker if state == "running" else "",
-                    "attempts": row["attempts"], "error": error if state != "done" else ""})
+        out.append(
+            {
+                "thread": row["thread"],
+                "state": state,
+                "worker": worker if state == "running" else "",
+                "attempts": row["attempts"],
+                "error": error if state != "done" else "",
+            }
+        )
     return out
 
 
@@ -110,12 +139,27 @@ async def print_rows(saver: Any, rows: list[dict[str, Any]]) -> None:
     print("thread\tstate\tworker\tattempts\tprogress\terror")
     for row in rows:
         status, _ = await status_of(saver, row["thread"])
-        progress = (f"{status['round']}/{status['rounds']} {status['phase']}, {status['turns']} turns"
-                    if status else "not started")
-        print("\t".join([row["thread"], row["state"], row["worker"] or "-", str(row["attempts"]), progress,
-                         row["error"] or "-"]))
+        progress = (
+            f"{status['round']}/{status['rounds']} {status['phase']}, {status['turns']} turns"
+            if status
+            else "not started"
+        )
+        print(
+            "\t".join(
+                [
+                    row["thread"],
+                    row["state"],
+                    row["worker"] or "-",
+                    str(row["attempts"]),
+                    progress,
+                    row["error"] or "-",
+                ]
+            )
+        )
     counts = totals(rows)
-    print(f"{len(rows)} debate(s): " + ", ".join(f"{counts[s]} {s}" for s in STATES), file=sys.stderr)
+    print(
+        f"{len(rows)} debate(s): " + ", ".join(f"{counts[s]} {s}" for s in STATES), file=sys.stderr
+    )
 
 
 class Bar:
@@ -132,12 +176,18 @@ class Bar:
         counts = totals(rows)
         ended = counts["done"] + counts["failed"]
         filled = self.WIDTH * ended // max(len(rows), 1)
-        text = (f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {ended}/{len(rows)} finished: "
-                + ", ".join(f"{counts[s]} {s}" for s in STATES))
+        text = (
+            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {ended}/{len(rows)} finished: "
+            + ", ".join(f"{counts[s]} {s}" for s in STATES)
+        )
         if text != self.last:
             elapsed = f" ({time.monotonic() - self.began:.0f} s)"
-            print(("\r" if self.tty else "") + text + elapsed, end="" if self.tty else "\n", file=sys.stderr,
-                  flush=True)
+            print(
+                ("\r" if self.tty else "") + text + elapsed,
+                end="" if self.tty else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
             self.last = text
 
     def close(self, rows: list[dict[str, Any]]) -> None:

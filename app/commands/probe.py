@@ -23,19 +23,37 @@ def register(sub: Any) -> None:
     from debate_engine.app.commands.run import add_run_options
     from debate_engine.app.outputs import add_db, add_env_file
 
-    probe = sub.add_parser("probe", help="plant facts in a debate and measure where the memory keeps them",
-                           description=DESCRIPTION)
+    probe = sub.add_parser(
+        "probe",
+        help="plant facts in a debate and measure where the memory keeps them",
+        description=DESCRIPTION,
+    )
     add_run_options(probe)
     probe.add_argument("--protocol", choices=["phase", "roundtable"], default="phase")
     probe.add_argument("--turns", type=int, help="roundtable: turns (default 200 without --config)")
-    probe.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
-    probe.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
-    probe.add_argument("--every", type=int, default=10, help="roundtable: a row per N turns (default 10), and one "
-                       "for the first turn after each planting and each summary")
+    probe.add_argument(
+        "--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next"
+    )
+    probe.add_argument(
+        "--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)"
+    )
+    probe.add_argument(
+        "--every",
+        type=int,
+        default=10,
+        help="roundtable: a row per N turns (default 10), and one "
+        "for the first turn after each planting and each summary",
+    )
     probe.add_argument("--facts", type=int, default=20, help="facts to plant (default 20)")
-    probe.add_argument("--plant", choices=["briefing", "replies"], default="briefing",
-                       help="briefing: a note every perspective includes (default); replies: the agents state them")
-    probe.add_argument("--plant-rounds", default="1", help="rounds (or turns) that open with facts, e.g. 1,8")
+    probe.add_argument(
+        "--plant",
+        choices=["briefing", "replies"],
+        default="briefing",
+        help="briefing: a note every perspective includes (default); replies: the agents state them",
+    )
+    probe.add_argument(
+        "--plant-rounds", default="1", help="rounds (or turns) that open with facts, e.g. 1,8"
+    )
     probe.add_argument("--output", help="write the results as JSON here")
     probe.add_argument("--quiet", action="store_true", help="no progress on stderr")
     add_db(probe)
@@ -46,14 +64,16 @@ def _plant_rounds(text: str) -> list[int]:
     try:
         rounds = sorted({int(r) for r in text.split(",") if r.strip()})
     except ValueError:
-        raise UserError(f"--plant-rounds {text!r}: give round numbers separated by commas, e.g. 1,8") from None
+        raise UserError(
+            f"--plant-rounds {text!r}: give round numbers separated by commas, e.g. 1,8"
+        ) from None
     if not rounds or rounds[0] < 1:
         raise UserError(f"--plant-rounds {text!r}: rounds start at 1")
     return rounds
 
 
 def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
-    """The run's context, the planting rounds and the problem, every mistake named before any call."""
+    """Return the run's context, the planting rounds and the problem, every mistake named before any call."""
     from debate_engine.app.commands.run import context_from_args, problem_of
     from debate_engine.app.probe import PROBLEM
     from debate_engine.config.resolve import resolve
@@ -71,7 +91,11 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
     problem = problem_of(args) if args.problem or args.problem_file else PROBLEM
     context = context_from_args(args)
     settings = resolve(context)
-    last = settings["roundtable"]["max_turns"] if settings.get("protocol") == "roundtable" else settings["rounds"]
+    last = (
+        settings["roundtable"]["max_turns"]
+        if settings.get("protocol") == "roundtable"
+        else settings["rounds"]
+    )
     if rounds[-1] > last:
         raise UserError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
     return context, rounds, problem
@@ -88,7 +112,9 @@ def main(args: argparse.Namespace) -> int:
     context, rounds, problem = _checked(args)
     progress = Progress(args.quiet)
     try:
-        result = run_until_signal(_probe(args, context, make_facts(args.facts, rounds), problem, progress))
+        result = run_until_signal(
+            _probe(args, context, make_facts(args.facts, rounds), problem, progress)
+        )
     finally:
         progress.close()
     sys.stdout.write(render(result))
@@ -97,8 +123,10 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _probe(args: argparse.Namespace, context: Any, facts: Any, problem: str, progress: Any) -> dict[str, Any]:
-    """The probe's debate: stored under ``--thread-id`` in ``--db`` when either is given, else in memory."""
+async def _probe(
+    args: argparse.Namespace, context: Any, facts: Any, problem: str, progress: Any
+) -> dict[str, Any]:
+    """Return the probe's debate: stored under ``--thread-id`` in ``--db`` when either is given, else in memory."""
     from debate_engine.app.outputs import db_of
     from debate_engine.app.persistence import athread_lock, open_checkpointer
     from debate_engine.app.probe import arun_probe
@@ -106,14 +134,24 @@ async def _probe(args: argparse.Namespace, context: Any, facts: Any, problem: st
 
     options = {"emit": progress.show, "plant": args.plant, "every": args.every, "problem": problem}
     if not (args.db or args.thread_id):
-        return await arun_probe(graph_for(context, None), {"configurable": {"thread_id": "probe"}}, context, facts,
-                                **options)
-    thread, db = args.thread_id or f"probe-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}", db_of(args)
+        return await arun_probe(
+            graph_for(context, None),
+            {"configurable": {"thread_id": "probe"}},
+            context,
+            facts,
+            **options,
+        )
+    thread, db = (
+        args.thread_id or f"probe-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}",
+        db_of(args),
+    )
     async with open_checkpointer(db) as saver:
         graph, config = graph_for(context, saver), {"configurable": {"thread_id": thread}}
         async with athread_lock(db, thread):
             if (await graph.aget_state(config)).values:
-                raise UserError(f"thread {thread} already holds a debate; give the probe another --thread-id")
+                raise UserError(
+                    f"thread {thread} already holds a debate; give the probe another --thread-id"
+                )
             if not args.quiet:
                 print(f"debate {thread}", file=sys.stderr)
             return await arun_probe(graph, config, context, facts, **options)

@@ -20,13 +20,17 @@ def register(sub: Any) -> None:
 
 def add_source(parser: argparse.ArgumentParser) -> None:
     """Which debate: a run's ``--output`` JSON, or a stored thread."""
-    parser.add_argument("source", nargs="?", metavar="DEBATE.json|THREAD",
-                        help="a run's --output JSON file, or the thread id of a stored debate")
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="DEBATE.json|THREAD",
+        help="a run's --output JSON file, or the thread id of a stored debate",
+    )
     parser.add_argument("--thread", help="the thread id of a debate stored in --db")
 
 
 def load_export(path: str) -> dict[str, Any]:
-    """A debate's values from the JSON ``debate run --output FILE.json`` wrote."""
+    """Return a debate's values from the JSON ``debate run --output FILE.json`` wrote."""
     import json
 
     from debate_engine.app.report import values_from_export
@@ -38,21 +42,31 @@ def load_export(path: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("transcript"), list) or "problem" not in data:
-        raise UserError(f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes")
+        raise UserError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("transcript"), list)
+        or "problem" not in data
+    ):
+        raise UserError(
+            f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes"
+        )
     return values_from_export(data)
 
 
 def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    """The debate named by ``source`` or ``--thread``, and how to name it: the file's path or ``thread:ID``."""
+    """Return the debate named by ``source`` or ``--thread``, and how to name it: the file's path or ``thread:ID``."""
     from debate_engine.app.commands.show import stored_values
     from debate_engine.app.runner import run_until_signal
 
     if args.source and args.thread:
         raise UserError("name one debate: a DEBATE.json file or --thread ID, not both")
     if not (args.source or args.thread):
-        raise UserError("name the debate: a DEBATE.json file (from `debate run --output`) or --thread ID")
+        raise UserError(
+            "name the debate: a DEBATE.json file (from `debate run --output`) or --thread ID"
+        )
     if args.source and (Path(args.source).is_file() or args.source.endswith(".json")):
         return load_export(args.source), args.source
     thread = args.thread or args.source
@@ -74,6 +88,8 @@ def main(args: argparse.Namespace) -> int:
         try:
             Path(path).write_text(redact(text()), encoding="utf-8")
         except OSError as exc:  # the folder was checked first; the disk may have filled since
-            raise OutputFailed(f"cannot write {path} ({exc.strerror or exc}); the debate is unchanged: write "
-                               "the report elsewhere with --output FILE") from None
+            raise OutputFailed(
+                f"cannot write {path} ({exc.strerror or exc}); the debate is unchanged: write "
+                "the report elsewhere with --output FILE"
+            ) from None
     return EXIT_OK

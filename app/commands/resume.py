@@ -21,9 +21,12 @@ from debate_engine.app.outputs import (
 
 
 def register(sub: Any) -> None:
-    resume = sub.add_parser("resume", help="continue an interrupted, failed or killed debate",
-                            description="Continue a stored debate from its last checkpoint, with the settings it "
-                            "started with.")
+    resume = sub.add_parser(
+        "resume",
+        help="continue an interrupted, failed or killed debate",
+        description="Continue a stored debate from its last checkpoint, with the settings it "
+        "started with.",
+    )
     resume.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
     add_progress(resume)
     add_outputs(resume)
@@ -56,7 +59,9 @@ async def _resume(args: argparse.Namespace) -> int:
                 say(args, f"debate {args.thread} is already finished")
                 return finish(snapshot.values, args)
             say(args, f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}")
-            graph = graph_for(protocol_of(snapshot.values), saver)  # the roundtable resumes on its own graph
+            graph = graph_for(
+                protocol_of(snapshot.values), saver
+            )  # the roundtable resumes on its own graph
             progress = Progress(args.quiet, args.verbose)
             progress.resume(snapshot.values)
             try:

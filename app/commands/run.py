@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.outputs import add_db, add_outputs, add_progress, check_outputs, db_of, finish, load_env_file
+from debate_engine.app.outputs import (
+    add_db,
+    add_outputs,
+    add_progress,
+    check_outputs,
+    db_of,
+    finish,
+    load_env_file,
+)
 
 MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge; else each agent's "model" in
   --config; else $DEBATE_MODEL; else openai:gpt-4o-mini when OPENAI_API_KEY is set; else
@@ -19,11 +27,13 @@ MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge
 
 
 def epilog() -> str:
-    """The roles and how the model is chosen: what ``--agents`` and ``--model`` leave to the defaults."""
+    """Return the roles and how the model is chosen: what ``--agents`` and ``--model`` leave to the defaults."""
     from debate_engine.prompts import role_names
 
-    return (f"roles: {', '.join(role_names())}\n  (in --config, an agent may bring its own prompt: "
-            f"systemPromptPath)\n{MODEL_CHOICE}")
+    return (
+        f"roles: {', '.join(role_names())}\n  (in --config, an agent may bring its own prompt: "
+        f"systemPromptPath)\n{MODEL_CHOICE}"
+    )
 
 
 def protocol(value: str) -> str:
@@ -32,61 +42,125 @@ def protocol(value: str) -> str:
 
 
 def register(sub: Any) -> None:
-    run = sub.add_parser("run", help="run a new debate", description="Run a new debate: agents propose, critique "
-                         "and refine,\nround after round; then the judge synthesizes.", epilog=epilog(),
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = sub.add_parser(
+        "run",
+        help="run a new debate",
+        description="Run a new debate: agents propose, critique "
+        "and refine,\nround after round; then the judge synthesizes.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_options(run)
-    run.add_argument("--protocol", type=protocol, choices=["phases", "roundtable"], default="phases",
-                     help="phases: propose, critique, refine per round (default; 'phase' also works); roundtable: "
-                     "one speaker per turn")
+    run.add_argument(
+        "--protocol",
+        type=protocol,
+        choices=["phases", "roundtable"],
+        default="phases",
+        help="phases: propose, critique, refine per round (default; 'phase' also works); roundtable: "
+        "one speaker per turn",
+    )
     run.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
-    run.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next "
-                     "(default round-robin)")
-    run.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns "
-                     "(default 50)")
-    run.add_argument("--dry-run", action="store_true", help="print the projected tokens and cost; calls no model "
-                     "and needs no API key")
-    run.add_argument("--human", action="append", metavar="NAME", help="seat a person called NAME beside the agents "
-                     "(repeatable); each of their turns shows its task and view here and reads the answer from "
-                     "stdin (ended by a line '.') or $EDITOR")
+    run.add_argument(
+        "--order",
+        choices=["round-robin", "moderator"],
+        help="roundtable: who speaks next (default round-robin)",
+    )
+    run.add_argument(
+        "--summary-every",
+        type=int,
+        help="roundtable: fold the oldest turns in every N turns (default 50)",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the projected tokens and cost; calls no model and needs no API key",
+    )
+    run.add_argument(
+        "--human",
+        action="append",
+        metavar="NAME",
+        help="seat a person called NAME beside the agents "
+        "(repeatable); each of their turns shows its task and view here and reads the answer from "
+        "stdin (ended by a line '.') or $EDITOR",
+    )
     add_progress(run)
     add_outputs(run)
     add_db(run)
 
 
 def add_run_options(run: argparse.ArgumentParser) -> None:
-    """The problem and the run settings ``debate run`` and ``debate submit`` share."""
+    """Add the problem and the run settings ``debate run`` and ``debate submit`` share."""
     run.add_argument("problem", nargs="?", help="the problem to debate")
     run.add_argument("--problem-file", help="read the problem from this file")
     run.add_argument("--config", help="JSON config file in the seed schema (default: none)")
-    run.add_argument("--agents", help="comma-separated roles, or ids/roles of the config's agents "
-                     "(default: the config's agents, else architect,performance,security)")
-    run.add_argument("--rounds", type=int, help="number of rounds, 1 to 10,000 (default: the config's, else 3)")
-    run.add_argument("--model", help="model for every agent and the judge: openai:NAME, openrouter:NAME, "
-                     "local:smollm2 or fake (default: see how the model is chosen, below)")
-    run.add_argument("--clarify", action="store_true", help="let agents ask clarifying questions first")
-    run.add_argument("--max-questions", type=int, help="with --clarify: most questions per agent, 0 to 20 "
-                     "(default: the config's, else 3)")
+    run.add_argument(
+        "--agents",
+        help="comma-separated roles, or ids/roles of the config's agents "
+        "(default: the config's agents, else architect,performance,security)",
+    )
+    run.add_argument(
+        "--rounds", type=int, help="number of rounds, 1 to 10,000 (default: the config's, else 3)"
+    )
+    run.add_argument(
+        "--model",
+        help="model for every agent and the judge: openai:NAME, openrouter:NAME, "
+        "local:smollm2 or fake (default: see how the model is chosen, below)",
+    )
+    run.add_argument(
+        "--clarify", action="store_true", help="let agents ask clarifying questions first"
+    )
+    run.add_argument(
+        "--max-questions",
+        type=int,
+        help="with --clarify: most questions per agent, 0 to 20 (default: the config's, else 3)",
+    )
     run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
-    run.add_argument("--max-output-tokens", type=int, help="tokens reserved for each answer (default: the "
-                     "config's, else 1024; 192 on the embedded model)")
-    run.add_argument("--context-window", type=int, help="context window in tokens (default: the config's, else "
-                     "the model's known window, else 8192)")
-    run.add_argument("--max-concurrency", type=int, help="most calls at once per provider (default: the "
-                     "config's, else no limit; the embedded model: one)")
-    run.add_argument("--timeout", type=float, metavar="SECONDS", help="each model's deadline for one answer, its "
-                     "client's retries included; a fallback model gets its own (default 120)")
-    run.add_argument("--summary-method", choices=["rolling", "fresh"], help="summary strategy (default: the "
-                     "config's, else rolling)")
+    run.add_argument(
+        "--max-output-tokens",
+        type=int,
+        help="tokens reserved for each answer (default: the "
+        "config's, else 1024; 192 on the embedded model)",
+    )
+    run.add_argument(
+        "--context-window",
+        type=int,
+        help="context window in tokens (default: the config's, else "
+        "the model's known window, else 8192)",
+    )
+    run.add_argument(
+        "--max-concurrency",
+        type=int,
+        help="most calls at once per provider (default: the "
+        "config's, else no limit; the embedded model: one)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="each model's deadline for one answer, its "
+        "client's retries included; a fallback model gets its own (default 120)",
+    )
+    run.add_argument(
+        "--summary-method",
+        choices=["rolling", "fresh"],
+        help="summary strategy (default: the config's, else rolling)",
+    )
     run.add_argument("--no-summary", action="store_true", help="never summarize")
-    run.add_argument("--max-tokens", type=int, help="spend cap: most prompt + completion tokens over every call "
-                     "(default: the config's, else none)")
-    run.add_argument("--max-cost", type=float, help="spend cap in US dollars, priced with genai-prices "
-                     "(default: the config's, else none)")
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="spend cap: most prompt + completion tokens over every call "
+        "(default: the config's, else none)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=float,
+        help="spend cap in US dollars, priced with genai-prices (default: the config's, else none)",
+    )
 
 
 def problem_of(args: argparse.Namespace) -> str:
-    """The problem from the argument or ``--problem-file``, redacted.
+    """Return the problem from the argument or ``--problem-file``, redacted.
 
     It is stored in every checkpoint and shown by ``list``, ``show`` and the
     report; no debate needs the password of a URL quoted in it.
@@ -97,9 +171,13 @@ def problem_of(args: argparse.Namespace) -> str:
         try:
             text = Path(args.problem_file).read_text(encoding="utf-8")
         except OSError as exc:
-            raise UserError(f"cannot read problem file {args.problem_file}: {exc.strerror or exc}") from None
+            raise UserError(
+                f"cannot read problem file {args.problem_file}: {exc.strerror or exc}"
+            ) from None
         except UnicodeDecodeError:
-            raise UserError(f"problem file {args.problem_file} is not UTF-8 text; save it as UTF-8") from None
+            raise UserError(
+                f"problem file {args.problem_file} is not UTF-8 text; save it as UTF-8"
+            ) from None
     else:
         text = args.problem or ""
     if not text.strip():
@@ -108,7 +186,7 @@ def problem_of(args: argparse.Namespace) -> str:
 
 
 def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any:
-    """The run's context from the flags, resolved once here so every mistake shows before any call.
+    """Return the run's context from the flags, resolved once here so every mistake shows before any call.
 
     ``credentials`` False leaves API keys unchecked: a dry run calls no model, so it needs none.
     """
@@ -116,33 +194,57 @@ def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any
 
     fields = context_fields(args)
     if getattr(args, "protocol", "phases") == "roundtable":
-        return checked_context(RoundtableContext(**fields, turns=args.turns, order=args.order or "",
-                                                 summary_every=args.summary_every), credentials)
-    if getattr(args, "turns", None) or getattr(args, "order", None) or getattr(args, "summary_every", None):
-        raise UserError("--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable")
+        return checked_context(
+            RoundtableContext(
+                **fields, turns=args.turns, order=args.order or "", summary_every=args.summary_every
+            ),
+            credentials,
+        )
+    if (
+        getattr(args, "turns", None)
+        or getattr(args, "order", None)
+        or getattr(args, "summary_every", None)
+    ):
+        raise UserError(
+            "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
+        )
     return checked_context(Context(**fields), credentials)
 
 
 def context_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The run flags as ``Context`` fields (a config file's path made absolute)."""
+    """Return the run flags as ``Context`` fields (a config file's path made absolute)."""
     if args.config is not None and not args.config.strip():
-        raise UserError("--config '': the path is empty; give a config file, or leave --config out to debate with "
-                        "the default agents (architect, performance, security)")
+        raise UserError(
+            "--config '': the path is empty; give a config file, or leave --config out to debate with "
+            "the default agents (architect, performance, security)"
+        )
     if args.config and not _is_file(args.config):
         raise UserError(f"config file {args.config} does not exist; check the path")
     return dict(
-        model=args.model or "", agents=args.agents or "", humans=",".join(getattr(args, "human", None) or []),
+        model=args.model or "",
+        agents=args.agents or "",
+        humans=",".join(getattr(args, "human", None) or []),
         rounds=args.rounds,
-        config_file=str(Path(args.config).resolve()) if args.config else "", clarify=args.clarify,
-        max_output_tokens=args.max_output_tokens, context_window=args.context_window,
-        max_concurrency=args.max_concurrency, timeout_s=args.timeout, summary_method=args.summary_method or "",
-        summarize=False if args.no_summary else None, max_tokens=args.max_tokens, max_cost=args.max_cost,
-        **({"max_questions": args.max_questions} if getattr(args, "max_questions", None) is not None else {}),
+        config_file=str(Path(args.config).resolve()) if args.config else "",
+        clarify=args.clarify,
+        max_output_tokens=args.max_output_tokens,
+        context_window=args.context_window,
+        max_concurrency=args.max_concurrency,
+        timeout_s=args.timeout,
+        summary_method=args.summary_method or "",
+        summarize=False if args.no_summary else None,
+        max_tokens=args.max_tokens,
+        max_cost=args.max_cost,
+        **(
+            {"max_questions": args.max_questions}
+            if getattr(args, "max_questions", None) is not None
+            else {}
+        ),
     )
 
 
 def _is_file(path: str) -> bool:
-    """True for a file that exists; a name too long for the file system is an input error, not a traceback."""
+    """Return True for a file that exists; a name too long for the file system is an input error, not a traceback."""
     try:
         return Path(path).is_file()
     except OSError as exc:
@@ -158,12 +260,14 @@ def checked_context(context: Any, credentials: bool = True) -> Any:
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]) if credentials else ():
         if not is_human(profile):  # a person's seat has no model, so no key
-            check_credentials(profile["model"])  # a missing API key is an input error, found before any call
+            check_credentials(
+                profile["model"]
+            )  # a missing API key is an input error, found before any call
     return context
 
 
 def people(context: Any) -> list[str]:
-    """The seats persons take in this run."""
+    """Return the seats persons take in this run."""
     from debate_engine.config.resolve import resolve
     from debate_engine.config.settings import is_human
 
@@ -179,16 +283,22 @@ def main(args: argparse.Namespace) -> int:
         from debate_engine.app.estimate import estimate, render_estimate
 
         if seated := people(context):
-            raise UserError(f"--dry-run cannot project a debate with a person at the table ({', '.join(seated)}): "
-                            "their turns wait for answers; leave --human (and human seats) out to project the "
-                            "agents' spend")
+            raise UserError(
+                f"--dry-run cannot project a debate with a person at the table ({', '.join(seated)}): "
+                "their turns wait for answers; leave --human (and human seats) out to project the "
+                "agents' spend"
+            )
 
         print(render_estimate(estimate(context, problem)))
         return 0
     start_embedded_model(args, context)
-    from debate_engine.app.runner import run_until_signal  # LangGraph's imports: the embedded model loads meanwhile
+    from debate_engine.app.runner import (
+        run_until_signal,
+    )  # LangGraph's imports: the embedded model loads meanwhile
 
-    args.thread_id = args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    args.thread_id = (
+        args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    )
     return run_until_signal(_run(args, problem, context))
 
 
@@ -202,12 +312,18 @@ def start_embedded_model(args: argparse.Namespace, context: Any) -> None:
     from debate_engine.providers.factory import default_model, provider_of
     from debate_engine.providers.local_server import start_server
 
-    every_seat = args.model or ("" if args.config else default_model())  # without a config file, one model for all
+    every_seat = args.model or (
+        "" if args.config else default_model()
+    )  # without a config file, one model for all
     if every_seat and provider_of(every_seat) != "local":
         return  # known without resolving the settings again
 
     settings = resolve(context)
-    if any(provider_of(p["model"]) == "local" for p in (*settings["agents"], settings["judge"]) if not is_human(p)):
+    if any(
+        provider_of(p["model"]) == "local"
+        for p in (*settings["agents"], settings["judge"])
+        if not is_human(p)
+    ):
         start_server()
 
 
@@ -223,8 +339,10 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         async with athread_lock(db, args.thread_id):
             if (await graph.aget_state(config)).values:
-                raise UserError(f"thread {args.thread_id} already holds a debate; use `debate resume "
-                                f"{args.thread_id}` or another --thread-id")
+                raise UserError(
+                    f"thread {args.thread_id} already holds a debate; use `debate resume "
+                    f"{args.thread_id}` or another --thread-id"
+                )
             if not args.quiet:
                 print(f"debate {args.thread_id}", file=sys.stderr)
             progress = Progress(args.quiet, args.verbose)

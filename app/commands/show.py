@@ -7,25 +7,39 @@ import sys
 from typing import Any
 
 from debate_engine.app.errors import UserError
-from debate_engine.app.outputs import THREAD_HELP, add_db, add_outputs, check_outputs, db_of, finish, where
+from debate_engine.app.outputs import (
+    THREAD_HELP,
+    add_db,
+    add_outputs,
+    check_outputs,
+    db_of,
+    finish,
+    where,
+)
 from debate_engine.app.verdict_report import verdict_line
 
 
 def register(sub: Any) -> None:
-    show = sub.add_parser("show", help="show a stored debate", description="Print a stored debate's solution "
-                          "(stdout) and where it stands (stderr); write its state or report with --output/--report.")
+    show = sub.add_parser(
+        "show",
+        help="show a stored debate",
+        description="Print a stored debate's solution "
+        "(stdout) and where it stands (stderr); write its state or report with --output/--report.",
+    )
     show.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
     add_outputs(show)
     add_db(show)
 
 
 async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The whole state of ``args.thread``; a named error when there is none."""
+    """Return the whole state of ``args.thread``; a named error when there is none."""
     from debate_engine.app.persistence import open_checkpointer
     from debate_engine.graph.builder import compile_debate
 
     async with open_checkpointer(db_of(args)) as saver:
-        snapshot = await compile_debate(checkpointer=saver).aget_state({"configurable": {"thread_id": args.thread}})
+        snapshot = await compile_debate(checkpointer=saver).aget_state(
+            {"configurable": {"thread_id": args.thread}}
+        )
     if not snapshot.values:
         raise UserError(f"no debate {args.thread!r} in {db_of(args)}; see `debate list`")
     return dict(snapshot.values)

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.commands.run import add_run_options, checked_context, context_fields, people, problem_of
+from debate_engine.app.commands.run import (
+    add_run_options,
+    checked_context,
+    context_fields,
+    people,
+    problem_of,
+)
 from debate_engine.app.errors import EXIT_OK, UserError
 from debate_engine.app.outputs import add_db, db_of
 
@@ -45,15 +51,31 @@ class Entry:
 
 
 def register(sub: Any) -> None:
-    submit = sub.add_parser("submit", help="queue debates for `debate worker` and print their thread ids")
+    submit = sub.add_parser(
+        "submit", help="queue debates for `debate worker` and print their thread ids"
+    )
     add_run_options(submit)
-    submit.add_argument("--protocol", choices=sorted(PROTOCOLS), help="phase (a new debate's default) or "
-                        "roundtable; a stored thread continues on its own protocol")
-    submit.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
-    submit.add_argument("--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next")
-    submit.add_argument("--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)")
-    submit.add_argument("--problems", metavar="FILE", help='JSON Lines, one debate a line: {"problem": "...", '
-                        '"thread_id": "optional", ...any run setting, e.g. "rounds": 3}')
+    submit.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help="phase (a new debate's default) or "
+        "roundtable; a stored thread continues on its own protocol",
+    )
+    submit.add_argument(
+        "--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)"
+    )
+    submit.add_argument(
+        "--order", choices=["round-robin", "moderator"], help="roundtable: who speaks next"
+    )
+    submit.add_argument(
+        "--summary-every", type=int, help="roundtable: fold the oldest turns in every N turns (50)"
+    )
+    submit.add_argument(
+        "--problems",
+        metavar="FILE",
+        help='JSON Lines, one debate a line: {"problem": "...", '
+        '"thread_id": "optional", ...any run setting, e.g. "rounds": 3}',
+    )
     add_db(submit)
 
 
@@ -68,8 +90,10 @@ def main(args: argparse.Namespace) -> int:
     asyncio.run(_submit(db, entries))
     for entry in entries:
         print(entry.thread_id)
-    print(f"queued {len(entries)} debate(s); `debate worker` runs them, `debate jobs --wait` follows them",
-          file=sys.stderr)
+    print(
+        f"queued {len(entries)} debate(s); `debate worker` runs them, `debate jobs --wait` follows them",
+        file=sys.stderr,
+    )
     return EXIT_OK
 
 
@@ -78,7 +102,7 @@ def new_thread_id() -> str:
 
 
 def entries_of(args: argparse.Namespace) -> list[Entry]:
-    """What to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
+    """Return what to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
     import dataclasses
 
     from debate_engine.app.commands.run import context_from_args
@@ -88,29 +112,47 @@ def entries_of(args: argparse.Namespace) -> list[Entry]:
         if args.problem or args.problem_file:
             raise UserError("give one PROBLEM (or --problem-file) or --problems FILE, not both")
         if args.thread_id:
-            raise UserError('--thread-id names one debate; with --problems put "thread_id" on each line')
+            raise UserError(
+                '--thread-id names one debate; with --problems put "thread_id" on each line'
+            )
         base = _base(args, protocol)
         path = Path(args.problems)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(f"cannot read --problems {path}: {getattr(exc, 'strerror', None) or exc}") from None
+            raise UserError(
+                f"cannot read --problems {path}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
         return parse_problems(text, base, path.resolve().parent, protocol)
     # A thread's id alone continues its stored debate; the check against the database comes later.
     problem = problem_of(args) if (args.problem or args.problem_file or not args.thread_id) else ""
-    context = context_from_args(args)  # `debate run`'s: every setting checked, roundtable flags only with its protocol
-    return [Entry(0, args.thread_id or new_thread_id(), problem, _compact(dataclasses.asdict(context)), protocol)]
+    context = context_from_args(
+        args
+    )  # `debate run`'s: every setting checked, roundtable flags only with its protocol
+    return [
+        Entry(
+            0,
+            args.thread_id or new_thread_id(),
+            problem,
+            _compact(dataclasses.asdict(context)),
+            protocol,
+        )
+    ]
 
 
 def _base(args: argparse.Namespace, protocol: str | None) -> dict[str, Any]:
-    """The options every line of a file starts from (a roundtable's own only with ``--protocol roundtable``)."""
+    """Return the options every line of a file starts from (a roundtable's own only with ``--protocol roundtable``)."""
     given = {k: getattr(args, k) for k in ROUNDTABLE_FLAGS if getattr(args, k) is not None}
     if given and protocol != "roundtable":
-        raise UserError("--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable")
+        raise UserError(
+            "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
+        )
     return {**context_fields(args), **given}
 
 
-def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str | None = None) -> list[Entry]:
+def parse_problems(
+    text: str, base: dict[str, Any], folder: Path, protocol: str | None = None
+) -> list[Entry]:
     """Every line of a JSON Lines file as an entry; any bad line raises ConfigError naming them all.
 
     A line's ``"protocol"`` wins over ``protocol`` (the command line's).
@@ -125,7 +167,9 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str 
             continue
         entry, errors = parse_line(number, raw, base, folder, protocol)
         if entry and entry.thread_id in seen:
-            errors = [f"line {number}: thread_id: {entry.thread_id!r} is also on line {seen[entry.thread_id]}"]
+            errors = [
+                f"line {number}: thread_id: {entry.thread_id!r} is also on line {seen[entry.thread_id]}"
+            ]
         problems += errors
         if entry and not errors:
             seen[entry.thread_id] = number
@@ -133,12 +177,15 @@ def parse_problems(text: str, base: dict[str, Any], folder: Path, protocol: str 
     if problems:
         raise ConfigError([*problems, "nothing was queued"])
     if not entries:
-        raise UserError('the --problems file holds no debates; write one {"problem": "..."} per line')
+        raise UserError(
+            'the --problems file holds no debates; write one {"problem": "..."} per line'
+        )
     return entries
 
 
-def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path,
-               protocol: str | None = None) -> tuple[Entry | None, list[str]]:
+def parse_line(
+    number: int, raw: str, base: dict[str, Any], folder: Path, protocol: str | None = None
+) -> tuple[Entry | None, list[str]]:
     """One line: its entry, or the problems found (each naming the line and the field)."""
     from debate_engine.config.context import context_fields_of
 
@@ -150,7 +197,9 @@ def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path,
     if not isinstance(item, dict):
         return None, [f'{at}expected a JSON object such as {{"problem": "..."}}']
     if "protocol" in item and item["protocol"] not in PROTOCOLS:
-        return None, [f"{at}protocol: {item['protocol']!r} is not one of {', '.join(sorted(PROTOCOLS))}"]
+        return None, [
+            f"{at}protocol: {item['protocol']!r} is not one of {', '.join(sorted(PROTOCOLS))}"
+        ]
     protocol = PROTOCOLS[item["protocol"]] if "protocol" in item else protocol
     known = context_fields_of(protocol)
     errors, fields = _line_fields(item, folder, known)
@@ -165,15 +214,26 @@ def parse_line(number: int, raw: str, base: dict[str, Any], folder: Path,
     if errors:
         return None, [at + e for e in errors]
     assert isinstance(problem, str)  # checked above: a line without one has returned its errors
-    return Entry(number, thread.strip() if thread else new_thread_id(), problem.strip(), _compact(settings),
-                 protocol), []
+    return Entry(
+        number,
+        thread.strip() if thread else new_thread_id(),
+        problem.strip(),
+        _compact(settings),
+        protocol,
+    ), []
 
 
-def _line_fields(item: dict[str, Any], folder: Path, known: set[str]) -> tuple[list[str], dict[str, Any]]:
-    """The line's settings as context fields, and the keys that are not settings."""
-    errors = [f'{key}: a roundtable setting; add "protocol": "roundtable"' if key in ROUNDTABLE_FLAGS else
-              f"{key}: unknown setting; use one of {', '.join(sorted(known | set(FIXED)))}"
-              for key in item if key not in known and key not in FIXED]
+def _line_fields(
+    item: dict[str, Any], folder: Path, known: set[str]
+) -> tuple[list[str], dict[str, Any]]:
+    """Return the line's settings as context fields, and the keys that are not settings."""
+    errors = [
+        f'{key}: a roundtable setting; add "protocol": "roundtable"'
+        if key in ROUNDTABLE_FLAGS
+        else f"{key}: unknown setting; use one of {', '.join(sorted(known | set(FIXED)))}"
+        for key in item
+        if key not in known and key not in FIXED
+    ]
     fields = {k: v for k, v in item.items() if k in known}
     config = item.get("config", item.get("config_file"))
     if "config" in item and "config_file" in item:
@@ -181,7 +241,9 @@ def _line_fields(item: dict[str, Any], folder: Path, known: set[str]) -> tuple[l
     elif config is not None:
         path = folder / config if isinstance(config, str) and config else None
         if path is None or not path.is_file():
-            errors.append(f"config: {config!r} is not a file (a relative path starts at the --problems file's folder)")
+            errors.append(
+                f"config: {config!r} is not a file (a relative path starts at the --problems file's folder)"
+            )
         else:
             fields["config_file"] = str(path.resolve())
     return errors, fields
@@ -199,12 +261,18 @@ def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]
     except (ConfigError, ModelConfigError, BudgetError) as exc:
         return list(getattr(exc, "problems", None) or [str(exc)])
     seated = people(context)
-    return [f"agents: a person ({', '.join(seated)}) cannot sit at a queued debate, which a worker runs with no "
-            "one to ask; run it with `debate run --human NAME`"] if seated else []
+    return (
+        [
+            f"agents: a person ({', '.join(seated)}) cannot sit at a queued debate, which a worker runs with no "
+            "one to ask; run it with `debate run --human NAME`"
+        ]
+        if seated
+        else []
+    )
 
 
 def _compact(fields: dict[str, Any]) -> dict[str, Any]:
-    """The settings that differ from the defaults (a roundtable's include a ``Context``'s): what the job carries."""
+    """Return the settings that differ from the defaults (a roundtable's include a ``Context``'s): what the job carries."""
     import dataclasses
 
     from debate_engine.config.context import RoundtableContext
@@ -221,10 +289,16 @@ async def _submit(db: str, entries: list[Entry]) -> None:
     async with open_queue(db) as (app, saver):
         await _check_threads(app, saver, entries)
         try:
-            await app.job_manager.batch_defer_jobs_async([new_job(e.thread_id, e.problem, e.context,
-                                                                  e.protocol or "phases") for e in entries])
+            await app.job_manager.batch_defer_jobs_async(
+                [
+                    new_job(e.thread_id, e.problem, e.context, e.protocol or "phases")
+                    for e in entries
+                ]
+            )
         except AlreadyEnqueued:
-            raise UserError("another submit queued one of these threads just now; nothing was queued") from None
+            raise UserError(
+                "another submit queued one of these threads just now; nothing was queued"
+            ) from None
 
 
 async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
@@ -242,7 +316,9 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
     rows = await app.connector.execute_query_all_async(
         "SELECT lock, status::text AS status FROM procrastinate_jobs WHERE queue_name = %(queue)s "
         "AND lock = ANY(%(locks)s) AND status IN ('todo', 'doing')",
-        queue=QUEUE, locks=[e.thread_id for e in entries])
+        queue=QUEUE,
+        locks=[e.thread_id for e in entries],
+    )
     busy = {r["lock"]: "queued" if r["status"] == "todo" else "running" for r in rows}
     problems = []
     for entry in entries:
@@ -258,7 +334,9 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
         raise ConfigError([*problems, "nothing was queued"])
 
 
-def _refusal(entry: Entry, status: dict[str, Any] | None, busy: str | None, stored: str | None) -> str | None:
+def _refusal(
+    entry: Entry, status: dict[str, Any] | None, busy: str | None, stored: str | None
+) -> str | None:
     """Why ``entry`` may not be queued, given its thread's job state and stored debate; None when it may."""
     thread = entry.thread_id
     if busy:

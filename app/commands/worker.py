@@ -26,11 +26,20 @@ POLL_S = 1.0
 
 
 def register(sub: Any) -> None:
-    worker = sub.add_parser("worker", help="run queued debates until SIGTERM or Ctrl-C (PostgreSQL)")
-    worker.add_argument("--concurrency", type=int, default=4, help="debates at once in this process (default 4)")
-    worker.add_argument("--stall-timeout", type=float, default=DEFAULT_STALL_S, metavar="SECONDS",
-                        help="a worker without a heartbeat this long counts as dead and its debates move to "
-                        f"another worker within SECONDS * 1.2 + {POLL_S:g} s (default {DEFAULT_STALL_S:g})")
+    worker = sub.add_parser(
+        "worker", help="run queued debates until SIGTERM or Ctrl-C (PostgreSQL)"
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=4, help="debates at once in this process (default 4)"
+    )
+    worker.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=DEFAULT_STALL_S,
+        metavar="SECONDS",
+        help="a worker without a heartbeat this long counts as dead and its debates move to "
+        f"another worker within SECONDS * 1.2 + {POLL_S:g} s (default {DEFAULT_STALL_S:g})",
+    )
     worker.add_argument("--name", help="this worker's name in `debate jobs` (default HOST:PID)")
     add_db(worker)
 
@@ -91,19 +100,31 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
 
     async with open_queue(db, size=concurrency + 1) as (app, saver):
         # Every protocol a job may name: `debate submit`'s, and `debate compare --queue`'s single and vote.
-        graphs = {"phases": compile_debate(checkpointer=saver), "roundtable": compile_roundtable(checkpointer=saver),
-                  "sample": compile_sample(checkpointer=saver)}
+        graphs = {
+            "phases": compile_debate(checkpointer=saver),
+            "roundtable": compile_roundtable(checkpointer=saver),
+            "sample": compile_sample(checkpointer=saver),
+        }
         sweeper = asyncio.create_task(_sweep(app, stall_s, name))
-        print(f"[{name}] running up to {concurrency} debates at once from {server_of(db)}; a silent worker's "
-              f"debates move on within {handover_bound(stall_s):g} s; stop with Ctrl-C or SIGTERM",
-              file=sys.stderr, flush=True)
+        print(
+            f"[{name}] running up to {concurrency} debates at once from {server_of(db)}; a silent worker's "
+            f"debates move on within {handover_bound(stall_s):g} s; stop with Ctrl-C or SIGTERM",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             await app.run_worker_async(
-                queues=[QUEUE], name=name, concurrency=concurrency, wait=True,
-                fetch_job_polling_interval=POLL_S, shutdown_graceful_timeout=0,
-                update_heartbeat_interval=stall_s / 5, stalled_worker_timeout=stall_s,
+                queues=[QUEUE],
+                name=name,
+                concurrency=concurrency,
+                wait=True,
+                fetch_job_polling_interval=POLL_S,
+                shutdown_graceful_timeout=0,
+                update_heartbeat_interval=stall_s / 5,
+                stalled_worker_timeout=stall_s,
                 additional_context={"graphs": graphs, "db": db, "worker": name},
-                install_signal_handlers=True, listen_notify=True,
+                install_signal_handlers=True,
+                listen_notify=True,
             )
         finally:
             sweeper.cancel()
@@ -121,7 +142,11 @@ async def _sweep(app: Any, stall_s: float, name: str) -> None:
             logging.getLogger(__name__).warning("stalled-job sweep failed: %s", type(exc).__name__)
             moved = 0
         if moved:
-            print(f"[{name}] requeued {moved} debate(s) of silent workers", file=sys.stderr, flush=True)
+            print(
+                f"[{name}] requeued {moved} debate(s) of silent workers",
+                file=sys.stderr,
+                flush=True,
+            )
         await asyncio.sleep(stall_s / 5)
 
 
@@ -129,7 +154,11 @@ class _NoJobTracebacks(logging.Filter):
     """The worker prints one line per job outcome; procrastinate's own job logs would add tracebacks."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return getattr(record, "action", None) not in {"job_error", "job_error_retry", "job_aborted_retry"}
+        return getattr(record, "action", None) not in {
+            "job_error",
+            "job_error_retry",
+            "job_aborted_retry",
+        }
 
 
 def _quiet_job_logs() -> None:

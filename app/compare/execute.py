@@ -47,7 +47,7 @@ class Comparison:
     """With ``--queue``: the opened job queue, whose ``debate worker``s run the runs instead of this process."""
 
     def thread(self, protocol: Protocol, task: Task, seed: int) -> str:
-        """The run's thread id: the same run always lands on the same thread."""
+        """Return the run's thread id: the same run always lands on the same thread."""
         return f"compare:{self.name}:{protocol.label}:{task.id}:{seed}"
 
     @property
@@ -56,16 +56,16 @@ class Comparison:
         return bool(self.limits())
 
     def limits(self) -> dict[str, float]:
-        """The caps given, by their field."""
+        """Return the caps given, by their field."""
         given = {"max_tokens": self.max_tokens, "max_cost": self.max_cost}
         return {key: float(limit) for key, limit in given.items() if limit is not None}
 
     def left(self) -> dict[str, float]:
-        """What each cap given has left, by its field."""
+        """Return what each cap given has left, by its field."""
         return {key: limit - self.spent[CAPS[key][0]] for key, limit in self.limits().items()}
 
     def nearest_spent(self) -> str:
-        """The flag of the cap with the smallest share left, the one that stops runs.
+        """Return the flag of the cap with the smallest share left, the one that stops runs.
 
         ``budget`` when no cap covers the comparison: a run's own cap (the config's) stopped it.
         """
@@ -74,12 +74,12 @@ class Comparison:
 
 
 def finished(values: dict[str, Any]) -> bool:
-    """A run is done when its state holds a solution and its phase is ``done`` (never from ``next`` alone)."""
+    """Return a run is done when its state holds a solution and its phase is ``done`` (never from ``next`` alone)."""
     return bool(values.get("solution")) and values.get("phase") == "done"
 
 
 def scored(values: dict[str, Any]) -> bool:
-    """A run counts when it finished and no spend cap cut it short.
+    """Return a run counts when it finished and no spend cap cut it short.
 
     A debate the cap stopped still reaches its judge and finishes, but on what
     little was said (at worst the judge alone): scoring it would count the cap,
@@ -146,7 +146,7 @@ async def run_one(
 def _start(
     protocol: Protocol, task: Task, context: Any, values: dict[str, Any]
 ) -> dict[str, Any] | None:
-    """The input that starts a run afresh; None resumes it with the settings it started with.
+    """Return the input that starts a run afresh; None resumes it with the settings it started with.
 
     A run a cap stopped starts again: resumed, it would keep the spent cap fixed in its state.
     """
@@ -168,7 +168,7 @@ def _charge(comparison: Comparison, values: dict[str, Any]) -> None:
 
 
 def _capped(comparison: Comparison, context: Any) -> Any:
-    """The run's settings capped by what the comparison's caps have left (None: no run starts now).
+    """Return the run's settings capped by what the comparison's caps have left (None: no run starts now).
 
     Once a cap has stopped a run, none starts: each would get less than the one stopped, and a
     debate stopped at once still pays its judge for nothing that is scored.
@@ -187,7 +187,7 @@ def _capped(comparison: Comparison, context: Any) -> Any:
 
 
 def spend_of(values: dict[str, Any]) -> tuple[int, float]:
-    """A run's tokens (prompt and completion) and dollars as billed (cache discounts included)."""
+    """Return a run's tokens (prompt and completion) and dollars as billed (cache discounts included)."""
     total = (values.get("spend") or {}).get("total") or {}
     return int(total.get("input_tokens", 0) + total.get("output_tokens", 0)), float(
         total.get("cost", 0.0)
@@ -195,7 +195,7 @@ def spend_of(values: dict[str, Any]) -> tuple[int, float]:
 
 
 def answer_of(values: dict[str, Any]) -> str | None:
-    """The answer a run is scored by: the agents' plurality when they vote, else the judge's own.
+    """Return the answer a run is scored by: the agents' plurality when they vote, else the judge's own.
 
     A run made before the judge stated an answer has no ``judge_answer``: its plurality stands in.
     """
@@ -208,7 +208,7 @@ def answer_of(values: dict[str, Any]) -> str | None:
 def record_of(
     protocol: Protocol, task: Task, seed: int, thread: str, values: dict[str, Any]
 ) -> dict[str, Any]:
-    """What a finished run answered, each agent's first and final answer, and what it cost."""
+    """Return what a finished run answered, each agent's first and final answer, and what it cost."""
     first: dict[str, str | None] = {}
     final: dict[str, str | None] = {}
     for turn in values.get("transcript", []):

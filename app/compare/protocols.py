@@ -32,19 +32,23 @@ class Protocol:
 
 
 def parse_protocols(text: str) -> list[str]:
-    """The protocols asked for, in order, each once; an unknown one lists the valid ones."""
+    """Return the protocols asked for, in order, each once; an unknown one lists the valid ones."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in PROTOCOLS]
     if unknown or not names:
-        raise UserError(f"--protocols: {', '.join(unknown) or repr(text)} is not a protocol; use a comma-separated "
-                        f"list of {', '.join(PROTOCOLS)}")
+        raise UserError(
+            f"--protocols: {', '.join(unknown) or repr(text)} is not a protocol; use a comma-separated "
+            f"list of {', '.join(PROTOCOLS)}"
+        )
     if len(set(names)) != len(names):
         raise UserError(f"--protocols {text}: a protocol is named twice; name each once")
     return names
 
 
-def protocol(name: str, context: Any, sample_agent: str, votes: int = 1, roundtable: Any = None) -> Protocol:
-    """The protocol ``name`` on the run's settings: samples use one agent, the debates every configured one.
+def protocol(
+    name: str, context: Any, sample_agent: str, votes: int = 1, roundtable: Any = None
+) -> Protocol:
+    """Return the protocol ``name`` on the run's settings: samples use one agent, the debates every configured one.
 
     ``roundtable`` is the roundtable's own settings (the run's, with its turns); its label carries the turns,
     so a comparison rerun with other ``--turns`` runs new threads instead of reading back the old ones.
@@ -53,14 +57,19 @@ def protocol(name: str, context: Any, sample_agent: str, votes: int = 1, roundta
         return Protocol(name, f"roundtable-{roundtable.turns}", "roundtable", roundtable)
     if name in SAMPLED:
         k = 1 if name == "single" else votes
-        return Protocol(name, name if k == 1 or name == "single" else f"vote-{k}", "sample",
-                        dataclasses.replace(context, agents=sample_agent), k)
+        return Protocol(
+            name,
+            name if k == 1 or name == "single" else f"vote-{k}",
+            "sample",
+            dataclasses.replace(context, agents=sample_agent),
+            k,
+        )
     voting = "voting" if name == "debate-vote" else context.synthesis_method
     return Protocol(name, name, "debate", dataclasses.replace(context, synthesis_method=voting))
 
 
 def votes_for(budget: float, per_answer: float) -> int:
-    """The odd k whose spend per task comes nearest ``budget``: k answers cost k times one answer.
+    """Return the odd k whose spend per task comes nearest ``budget``: k answers cost k times one answer.
 
     Odd, because an even vote spends a voter on ties: with a fair draw for a tie, k + 1 voters
     are right exactly as often as k. Halfway between two odd sizes, the smaller one (the budget is
@@ -81,5 +90,7 @@ def parse_budget(text: str | None) -> float | str | None:
     except ValueError:
         value = -1.0
     if not 1 <= value <= 10**12:
-        raise UserError(f"--budget {text}: give tokens per task (a number from 1) or auto (the debate's mean)")
+        raise UserError(
+            f"--budget {text}: give tokens per task (a number from 1) or auto (the debate's mean)"
+        )
     return value

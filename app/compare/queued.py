@@ -67,11 +67,14 @@ async def submit(app: Any, runs: list[Run]) -> int:
     fresh = [r for r in runs if (jobs.get(r.thread) or {}).get("status") not in ACTIVE]
     if fresh:
         await app.job_manager.batch_defer_jobs_async(
-            [new_job(r.thread, r.problem, r.context, r.protocol, r.samples) for r in fresh])
+            [new_job(r.thread, r.problem, r.context, r.protocol, r.samples) for r in fresh]
+        )
     return len(fresh)
 
 
-async def wait(app: Any, threads: list[str], done: Callable[[str], Awaitable[None]]) -> dict[str, str]:
+async def wait(
+    app: Any, threads: list[str], done: Callable[[str], Awaitable[None]]
+) -> dict[str, str]:
     """Poll until no thread's job is queued or running, calling ``done`` once per thread a worker finished.
 
     Returns the failed threads with their errors.
@@ -87,16 +90,23 @@ async def wait(app: Any, threads: list[str], done: Callable[[str], Awaitable[Non
             if status == "succeeded":
                 await done(thread)
             else:
-                failed[thread] = (jobs.get(thread) or {}).get("error") or f"its job is {status or 'missing'}"
+                failed[thread] = (jobs.get(thread) or {}).get(
+                    "error"
+                ) or f"its job is {status or 'missing'}"
         if left:
             await asyncio.sleep(POLL_S)
     return failed
 
 
 def failure(failed: dict[str, str], again: str) -> QueuedRunFailed:
-    """The failed runs, named with their errors, and how to run them again."""
-    lines = [f"{len(failed)} run(s) failed on the workers:", *(f"{t}: {e}" for t, e in sorted(failed.items()))]
-    return QueuedRunFailed("\n  ".join(lines) + f"\nEvery finished call is kept; fix the cause, then {again}")
+    """Return the failed runs, named with their errors, and how to run them again."""
+    lines = [
+        f"{len(failed)} run(s) failed on the workers:",
+        *(f"{t}: {e}" for t, e in sorted(failed.items())),
+    ]
+    return QueuedRunFailed(
+        "\n  ".join(lines) + f"\nEvery finished call is kept; fix the cause, then {again}"
+    )
 
 
 async def run_protocol_queued(
@@ -150,7 +160,9 @@ async def run_protocol_queued(
     return [records[thread] for _, _, thread in runs if thread in records]
 
 
-async def submit_protocol(comparison: Comparison, protocol: Protocol, tasks: list[Task], seeds: int) -> int:
+async def submit_protocol(
+    comparison: Comparison, protocol: Protocol, tasks: list[Task], seeds: int
+) -> int:
     """Queue every unfinished (task, seed) run of ``protocol`` that is not queued yet; how many were queued."""
     runs = []
     for task in tasks:
@@ -162,7 +174,7 @@ async def submit_protocol(comparison: Comparison, protocol: Protocol, tasks: lis
 
 
 def ended(values: dict[str, Any]) -> bool:
-    """A run a worker need not run again: finished, or stopped by its own spend cap (the config's).
+    """Return a run a worker need not run again: finished, or stopped by its own spend cap (the config's).
 
     With ``--queue`` no cap covers the comparison, so a run's cap is the config's, and running
     the run again would only meet it again: it is read, left out, and not submitted.
@@ -171,11 +183,16 @@ def ended(values: dict[str, Any]) -> bool:
 
 
 def job_of(protocol: Protocol, task: Task, thread: str) -> Run:
-    """The job of one run: the task's question on the protocol's settings (and a sample's count of answers)."""
+    """Return the job of one run: the task's question on the protocol's settings (and a sample's count of answers)."""
     from debate_engine.config.context import context_dict
 
-    return Run(thread, task.question, context_dict(protocol.context), GRAPH_PROTOCOL[protocol.graph],
-               protocol.samples if protocol.graph == "sample" else None)
+    return Run(
+        thread,
+        task.question,
+        context_dict(protocol.context),
+        GRAPH_PROTOCOL[protocol.graph],
+        protocol.samples if protocol.graph == "sample" else None,
+    )
 
 
 async def _values(comparison: Comparison, protocol: Protocol, thread: str) -> dict[str, Any]:

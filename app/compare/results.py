@@ -52,7 +52,7 @@ def summarise(
 
 
 def versus(runs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> dict[str, Any]:
-    """The protocol against the vote on the tasks both answered: McNemar's test and the difference.
+    """Return the protocol against the vote on the tasks both answered: McNemar's test and the difference.
 
     A task is one pair whatever its seeds: each side's seeds are combined into the task's share of
     right runs first, so repeating a task's result over seeds never makes it look surer.
@@ -97,7 +97,7 @@ METHOD = (
 
 
 def markdown(summaries: list[dict[str, Any]], title: str, notes: list[str] | None = None) -> str:
-    """The comparison as a Markdown table, one row per protocol; how it was computed; ``notes``."""
+    """Return the comparison as a Markdown table, one row per protocol; how it was computed; ``notes``."""
     rows = [f"## {title}", "", HEADER, "|" + "---|" * 10, *(_row(s) for s in summaries)]
     return "\n".join([*rows, "", METHOD, *(notes or [])]) + "\n"
 
@@ -152,20 +152,25 @@ def svg(summaries: list[dict[str, Any]], width: int = 560, height: int = 360) ->
     def y(share: float) -> float:
         return top + (height - top - bottom) * (1 - share)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-             'font-size="12">', f'<line x1="{left}" y1="{y(0)}" x2="{width - right}" y2="{y(0)}" stroke="black"/>',
-             f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(1)}" stroke="black"/>',
-             f'<text x="{(width + left) / 2}" y="{height - 10}" text-anchor="middle">tokens per task</text>',
-             f'<text x="15" y="{y(0.5)}" transform="rotate(-90 15 {y(0.5)})" text-anchor="middle">accuracy</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<line x1="{left}" y1="{y(0)}" x2="{width - right}" y2="{y(0)}" stroke="black"/>',
+        f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(1)}" stroke="black"/>',
+        f'<text x="{(width + left) / 2}" y="{height - 10}" text-anchor="middle">tokens per task</text>',
+        f'<text x="15" y="{y(0.5)}" transform="rotate(-90 15 {y(0.5)})" text-anchor="middle">accuracy</text>',
+    ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(f'<text x="{left - 6}" y="{y(tick) + 4}" text-anchor="end">{tick:.2f}</text>')
     for tick in (0.0, most / 2, most):
         parts.append(f'<text x="{x(tick)}" y="{y(0) + 16}" text-anchor="middle">{tick:,.0f}</text>')
     for s in summaries:
         px, (low, high) = x(s["tokens_per_task"]), s["interval"]
-        parts += [f'<line x1="{px}" y1="{y(low)}" x2="{px}" y2="{y(high)}" stroke="steelblue" stroke-width="2"/>',
-                  f'<circle cx="{px}" cy="{y(s["accuracy"])}" r="4" fill="steelblue"/>',
-                  f'<text x="{px + 7}" y="{y(s["accuracy"]) - 6}">{_escape(s["label"])}</text>']
+        parts += [
+            f'<line x1="{px}" y1="{y(low)}" x2="{px}" y2="{y(high)}" stroke="steelblue" stroke-width="2"/>',
+            f'<circle cx="{px}" cy="{y(s["accuracy"])}" r="4" fill="steelblue"/>',
+            f'<text x="{px + 7}" y="{y(s["accuracy"]) - 6}">{_escape(s["label"])}</text>',
+        ]
     return "\n".join([*parts, "</svg>"]) + "\n"
 
 

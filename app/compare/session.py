@@ -24,7 +24,7 @@ ORDER = ("single", "debate", "debate-vote", "roundtable", "vote")
 
 
 def comparison_id(tasks: list[Task], context: Any) -> str:
-    """The comparison's id: its tasks and settings.
+    """Return the comparison's id: its tasks and settings.
 
     Not its protocols, seeds or caps, which may grow on resume.
     """
@@ -40,7 +40,7 @@ def comparison_id(tasks: list[Task], context: Any) -> str:
 
 
 def sample_agent(args: argparse.Namespace) -> str:
-    """The agent single and vote ask: the first of ``--agents``, else (with no config) the generalist."""
+    """Return the agent single and vote ask: the first of ``--agents``, else (with no config) the generalist."""
     if args.agents:
         return args.agents.split(",")[0].strip()
     return "" if args.config else "generalist"
@@ -115,13 +115,15 @@ async def _run_all(
             votes, sized = _votes(args, budget, runs)
             notes.append(sized)
         chosen = protocol(key, context, sample_agent(args), votes, roundtable)
-        run = run_protocol if comparison.queue is None else run_protocol_queued  # workers run a queued comparison
+        run = (
+            run_protocol if comparison.queue is None else run_protocol_queued
+        )  # workers run a queued comparison
         runs[key] = (chosen, await run(comparison, chosen, tasks, args.seeds))
     return runs, notes
 
 
 def default_jobs(context: Any) -> int:
-    """Runs at once: 1 when any model the runs use is the embedded one, else 4.
+    """Return the runs at once: 1 when any model the runs use is the embedded one, else 4.
 
     The embedded model answers one call at a time. The models are the resolved ones, so a model
     named by the config file or picked by default (no API key: the embedded model) counts as one
@@ -151,8 +153,14 @@ async def _queue(args: argparse.Namespace, db: str) -> AsyncIterator[Any]:
         yield app
 
 
-async def _submit_early(args: argparse.Namespace, comparison: Comparison, names: list[str], tasks: list[Task],
-                        context: Any, roundtable: Any) -> None:
+async def _submit_early(
+    args: argparse.Namespace,
+    comparison: Comparison,
+    names: list[str],
+    tasks: list[Task],
+    context: Any,
+    roundtable: Any,
+) -> None:
     """Queue at once every protocol that needs no other's figures: the workers run them side by side.
 
     The vote waits when its k is sized from single's and the debate's tokens.
@@ -208,7 +216,7 @@ def _votes(
 def _sized(
     budget: float | str | None, single: list[dict[str, Any]], debate: list[dict[str, Any]] | None
 ) -> tuple[int, str]:
-    """The vote's k sized to the budget over single's spend per answer, and the line saying so."""
+    """Return the vote's k sized to the budget over single's spend per answer, and the line saying so."""
     if isinstance(budget, float):
         per_answer = _mean(single, "tokens")
         k = votes_for(budget, per_answer)
@@ -273,7 +281,7 @@ def _write(
 
 
 def _stopped_line(args: argparse.Namespace, stopped: str | None, left_out: int) -> str:
-    """What stopped the runs left out, named by its flag, and how to finish them."""
+    """Return what stopped the runs left out, named by its flag, and how to finish them."""
     caps = {
         "--max-tokens": f"the --max-tokens of {args.max_tokens or 0:,} tokens",
         "--max-cost": f"the --max-cost of ${args.max_cost or 0:g}",

@@ -26,7 +26,7 @@ LEVEL = 0.95
 
 
 def accuracy(correct: Sequence[bool]) -> float:
-    """The share of right answers (0 when there are none)."""
+    """Return the share of right answers (0 when there are none)."""
     return sum(correct) / len(correct) if correct else 0.0
 
 
@@ -41,7 +41,7 @@ def by_task(values: Sequence[float], tasks: Sequence[str]) -> dict[str, float]:
 def accuracy_interval(
     correct: Sequence[bool], tasks: Sequence[str] | None = None, level: float = LEVEL
 ) -> tuple[float, float]:
-    """The Wilson interval of the accuracy, counting tasks rather than runs.
+    """Return the Wilson interval of the accuracy, counting tasks rather than runs.
 
     A task's seeds are at most perfectly correlated, so the effective number of
     draws lies between the tasks and the runs: taking the tasks keeps the
@@ -54,7 +54,7 @@ def accuracy_interval(
 
 
 def wilson_interval(successes: float, n: int, level: float = LEVEL) -> tuple[float, float]:
-    """The Wilson score interval of ``successes`` in ``n``, corrected within three of either edge.
+    """Return the Wilson score interval of ``successes`` in ``n``, corrected within three of either edge.
 
     Plain Wilson covers only 85% near p=0.01 at n=20; Brown, Cai and DasGupta
     (2001) replace its bound for 1 to 3 successes (or failures) by the Poisson
@@ -80,7 +80,7 @@ def wilson_interval(successes: float, n: int, level: float = LEVEL) -> tuple[flo
 
 
 def poisson_lower(count: float, alpha: float) -> float:
-    """The mean whose Poisson chance of ``count`` or more is ``alpha``: the one-sided lower bound.
+    """Return the mean whose Poisson chance of ``count`` or more is ``alpha``: the one-sided lower bound.
 
     Solved by bisection on the regularized lower incomplete gamma function,
     P(X >= x) = P(x, mean) for a whole x, which also takes a task-averaged
@@ -97,7 +97,7 @@ def poisson_lower(count: float, alpha: float) -> float:
 
 
 def _gamma_lower(shape: float, x: float) -> float:
-    """The regularized lower incomplete gamma function P(shape, x), by its power series."""
+    """Return the regularized lower incomplete gamma function P(shape, x), by its power series."""
     if x <= 0:
         return 0.0
     term = total = 1 / shape
@@ -116,7 +116,7 @@ def bootstrap_interval(
     seed: int = BOOTSTRAP_SEED,
     tasks: Sequence[str] | None = None,
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval of the mean: the same data always gives the same interval.
+    """Return the percentile bootstrap interval of the mean: the same data always gives the same interval.
 
     With ``tasks`` (each value's task), whole tasks are resampled: the seeds of
     one task are not independent draws, and treating them so would make the
@@ -135,7 +135,7 @@ def bootstrap_interval(
 
 
 def percentile_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float]:
-    """The central ``level`` share of ``values``: from the lower tail's edge to the upper tail's."""
+    """Return the central ``level`` share of ``values``: from the lower tail's edge to the upper tail's."""
     ordered, n = sorted(values), len(values)
     nudge = 1e-9  # (1 - 0.9) / 2 * 1000 is 49.999...: the 50th value, not the 49th
     low = ordered[int((1 - level) / 2 * n + nudge)]
@@ -172,7 +172,7 @@ def binomial_two_sided(k: int, n: int) -> float:
 
 
 def majority_accuracy(p: float, k: int) -> float:
-    """The chance that k independent answers, each right with probability p, vote the right one.
+    """Return the chance that k independent answers, each right with probability p, vote the right one.
 
     More than half right wins; with an even k a tie is settled by a fair draw,
     so it wins half the time (the vote's tally breaks ties at random).
@@ -183,7 +183,7 @@ def majority_accuracy(p: float, k: int) -> float:
 
 
 def flip_matrix(pairs: Sequence[tuple[bool, bool]]) -> dict[str, int]:
-    """Counts of (first answer right, final answer right) over every agent of every run."""
+    """Count (first answer right, final answer right) over every agent of every run."""
     names = {
         (False, True): "wrong_to_right",
         (True, False): "right_to_wrong",
@@ -197,12 +197,12 @@ def flip_matrix(pairs: Sequence[tuple[bool, bool]]) -> dict[str, int]:
 
 
 def confidently_wrong(runs: Sequence[dict[str, Any]]) -> float:
-    """The share of runs in which every agent ends on the same answer, and it is wrong."""
+    """Return the share of runs in which every agent ends on the same answer, and it is wrong."""
     if not runs:
         return 0.0
     return sum(bool(r["consensus"]) and not r["correct"] for r in runs) / len(runs)
 
 
 def per_correct(total: float, correct: int) -> float | None:
-    """What one right answer cost (None when there was none)."""
+    """Return what one right answer cost (None when there was none)."""
     return total / correct if correct else None

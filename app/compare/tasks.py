@@ -39,37 +39,47 @@ class Task:
 
 
 def load_tasks(source: str) -> list[Task]:
-    """The tasks of ``source``: ``builtin:arithmetic[:N]`` or a JSONL file."""
+    """Return the tasks of ``source``: ``builtin:arithmetic[:N]`` or a JSONL file."""
     if source.startswith("builtin:"):
         return builtin_tasks(source)
     try:
         text = Path(source).read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
-        raise UserError(f"TASKS {source}: cannot read it ({getattr(exc, 'strerror', None) or exc}); give a JSONL "
-                        f"file or {BUILTIN}[:N]") from None
+        raise UserError(
+            f"TASKS {source}: cannot read it ({getattr(exc, 'strerror', None) or exc}); give a JSONL "
+            f"file or {BUILTIN}[:N]"
+        ) from None
     except UnicodeDecodeError:
         raise UserError(f"TASKS {source}: not UTF-8 text; save it as UTF-8 JSONL") from None
     tasks = [_task(source, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not tasks:
-        raise UserError(f"TASKS {source}: the file is empty; write one JSON task per line: "
-                        '{"id": "t1", "question": "...", "answer": "..."}')
+        raise UserError(
+            f"TASKS {source}: the file is empty; write one JSON task per line: "
+            '{"id": "t1", "question": "...", "answer": "..."}'
+        )
     seen: set[str] = set()
     for task in tasks:
         if task.id in seen:
-            raise UserError(f"TASKS {source}: id {task.id!r} is used twice; give every task its own id")
+            raise UserError(
+                f"TASKS {source}: id {task.id!r} is used twice; give every task its own id"
+            )
         seen.add(task.id)
     return tasks
 
 
 def _task(source: str, n: int, line: str) -> Task:
-    """The task on line ``n``, checked field by field."""
+    """Return the task on line ``n``, checked field by field."""
     where = f"TASKS {source} line {n}"
     try:
         row: Any = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{where}: not JSON ({exc.msg}); write one JSON object per line (JSONL)") from None
+        raise UserError(
+            f"{where}: not JSON ({exc.msg}); write one JSON object per line (JSONL)"
+        ) from None
     if not isinstance(row, dict):
-        raise UserError(f"{where}: not a JSON object; write {{\"id\": ..., \"question\": ..., \"answer\": ...}}")
+        raise UserError(
+            f'{where}: not a JSON object; write {{"id": ..., "question": ..., "answer": ...}}'
+        )
     for key in ("question", "answer"):
         if row.get(key) is None or not str(row[key]).strip():
             raise UserError(f"{where}: missing {key!r}; every task needs a question and its answer")
@@ -80,28 +90,45 @@ def _task(source: str, n: int, line: str) -> Task:
     if kind == "choice" and not choices:
         raise UserError(f"{where}: kind 'choice' needs a list of 'choices'")
     if kind == "number" and normalise(str(row["answer"]), kind) is None:
-        raise UserError(f"{where}: answer {row['answer']!r} is not a number; fix it or use kind 'exact'")
-    return Task(id=str(row.get("id") or n), question=str(row["question"]).strip(), answer=str(row["answer"]),
-                kind=kind, choices=choices)
+        raise UserError(
+            f"{where}: answer {row['answer']!r} is not a number; fix it or use kind 'exact'"
+        )
+    return Task(
+        id=str(row.get("id") or n),
+        question=str(row["question"]).strip(),
+        answer=str(row["answer"]),
+        kind=kind,
+        choices=choices,
+    )
 
 
 def builtin_tasks(source: str) -> list[Task]:
     """``builtin:arithmetic[:N]``: N Du-style expressions ``a+b*c+d-e*f`` of two-digit numbers, seeded."""
     name, _, count = source.partition(":")[2].partition(":")
-    if f"builtin:{name}" != BUILTIN or (count and not (count.isdecimal() and 1 <= int(count) <= 100_000)):
-        raise UserError(f"TASKS {source}: unknown built-in; use {BUILTIN} or {BUILTIN}:N with N from 1 to 100000")
+    if f"builtin:{name}" != BUILTIN or (
+        count and not (count.isdecimal() and 1 <= int(count) <= 100_000)
+    ):
+        raise UserError(
+            f"TASKS {source}: unknown built-in; use {BUILTIN} or {BUILTIN}:N with N from 1 to 100000"
+        )
     rng = random.Random(BUILTIN_SEED)
     tasks = []
     for i in range(int(count or BUILTIN_DEFAULT)):
         a, b, c, d, e, f = (rng.randint(10, 99) for _ in range(6))
         question = f"What is the result of {a}+{b}*{c}+{d}-{e}*{f}? Answer with the number only."
-        tasks.append(Task(id=f"arithmetic-{i + 1}", question=question, answer=str(a + b * c + d - e * f),
-                          kind="number"))
+        tasks.append(
+            Task(
+                id=f"arithmetic-{i + 1}",
+                question=question,
+                answer=str(a + b * c + d - e * f),
+                kind="number",
+            )
+        )
     return tasks
 
 
 def normalise(answer: str | None, kind: str) -> str | None:
-    """The answer as compared: a number as a number, a choice or text case and spacing aside (None: none given)."""
+    """Return the answer as compared: a number as a number, a choice or text case and spacing aside (None: none given)."""
     text = " ".join(str(answer or "").split()).casefold().rstrip(".")
     if not text:
         return None
@@ -112,6 +139,6 @@ def normalise(answer: str | None, kind: str) -> str | None:
 
 
 def is_correct(task: Task, answer: str | None) -> bool:
-    """True when ``answer`` is the task's answer, compared by its kind."""
+    """Return True when ``answer`` is the task's answer, compared by its kind."""
     given = normalise(answer, task.kind)
     return given is not None and given == normalise(task.answer, task.kind)

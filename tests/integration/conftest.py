@@ -35,10 +35,12 @@ def _as_postgres(*cmd: str) -> list[str]:
 
 
 def server_bindir() -> Path:
-    """The newest installed server's ``bin`` folder; raises NoPostgres when there is none."""
+    """Return the newest installed server's ``bin`` folder; raises NoPostgres when there is none."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     if not found or (os.geteuid() == 0 and not shutil.which("runuser")):
-        raise NoPostgres("PostgreSQL server binaries are not installed (apt-get install postgresql)")
+        raise NoPostgres(
+            "PostgreSQL server binaries are not installed (apt-get install postgresql)"
+        )
     return Path(found[-1]).parent
 
 
@@ -52,14 +54,32 @@ def temporary_postgres(max_connections: int = 200) -> Iterator[str]:
     port = free_port()
     options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c max_connections={max_connections} -c fsync=off"
     try:
-        subprocess.run(_as_postgres(str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres"),
-                       check=True, capture_output=True)
-        subprocess.run(_as_postgres(str(bindir / "pg_ctl"), "-D", data, "-o", options, "-w", "start",
-                                    "-l", f"{data}/log"), check=True, capture_output=True)
+        subprocess.run(
+            _as_postgres(str(bindir / "initdb"), "-D", data, "-A", "trust", "-U", "postgres"),
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            _as_postgres(
+                str(bindir / "pg_ctl"),
+                "-D",
+                data,
+                "-o",
+                options,
+                "-w",
+                "start",
+                "-l",
+                f"{data}/log",
+            ),
+            check=True,
+            capture_output=True,
+        )
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run(_as_postgres(str(bindir / "pg_ctl"), "-D", data, "-m", "fast", "stop"),
-                       capture_output=True)
+        subprocess.run(
+            _as_postgres(str(bindir / "pg_ctl"), "-D", data, "-m", "fast", "stop"),
+            capture_output=True,
+        )
         shutil.rmtree(data, ignore_errors=True)
 
 
@@ -76,7 +96,9 @@ def fresh_database(server_url: str) -> str:
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """One PostgreSQL server for the whole test session."""
-    pytest.importorskip("langgraph.checkpoint.postgres", reason="needs `pip install -e '.[postgres]'`")
+    pytest.importorskip(
+        "langgraph.checkpoint.postgres", reason="needs `pip install -e '.[postgres]'`"
+    )
     try:
         server_bindir()
     except NoPostgres as exc:
@@ -87,5 +109,5 @@ def postgres_server() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def postgres_url(postgres_server: str) -> str:
-    """A fresh, empty database for each test module."""
+    """Return a fresh, empty database for each test module."""
     return fresh_database(postgres_server)

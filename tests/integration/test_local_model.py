@@ -49,7 +49,9 @@ def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:
     assert all(t["seq"] == i for i, t in enumerate(state["transcript"]))
     assert all(t["content"].strip() for t in state["transcript"]), "the model wrote every turn"
     assert all(t["model"] == "local:smollm2" for t in state["transcript"])
-    assert all(t["view"]["prompt_tokens"] <= t["view"]["budget_tokens"] for t in state["transcript"])
+    assert all(
+        t["view"]["prompt_tokens"] <= t["view"]["budget_tokens"] for t in state["transcript"]
+    )
     assert state["solution"]["description"].strip()
     assert "## Final solution" in report.read_text()
 
@@ -64,18 +66,39 @@ def test_the_demo_debate_reads_well_on_the_embedded_model(tmp_path: Path) -> Non
     pytest.importorskip("llama_cpp", reason="the embedded model needs `pip install -e '.[local]'`")
     out = tmp_path / "demo.json"
     result = subprocess.run(
-        [sys.executable, "-m", "debate_engine.app.cli", "run", "--model", "local:smollm2", "--agents",
-         "architect,performance,security", "--rounds", "1", "--db", str(tmp_path / "d.sqlite"), "--output", str(out),
-         "--quiet", "Design a rate limiter for a public HTTP API that serves 1,000 requests per second."],
-        capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "debate_engine.app.cli",
+            "run",
+            "--model",
+            "local:smollm2",
+            "--agents",
+            "architect,performance,security",
+            "--rounds",
+            "1",
+            "--db",
+            str(tmp_path / "d.sqlite"),
+            "--output",
+            str(out),
+            "--quiet",
+            "Design a rate limiter for a public HTTP API that serves 1,000 requests per second.",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     state = json.loads(out.read_text())
     turns = state["transcript"]
     assert len(turns) == 13
-    assert sum(bool(t.get("truncated")) for t in turns) <= 4, [t["id"] for t in turns if t.get("truncated")]
+    assert sum(bool(t.get("truncated")) for t in turns) <= 4, [
+        t["id"] for t in turns if t.get("truncated")
+    ]
     stated = [t for t in turns if t["kind"] in ("proposal", "refinement")]
-    assert sum(bool(t.get("position")) for t in stated) >= 4, "most debaters' replies state their position"
+    assert sum(bool(t.get("position")) for t in stated) >= 4, (
+        "most debaters' replies state their position"
+    )
     solution = state["solution"]
     assert solution["structured"], solution["description"][:300]
     lists = ("key_decisions", "trade_offs", "recommendations", "open_risks")

@@ -27,16 +27,19 @@ ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ["architect", "security"]
 FAKE = {"model": "fake:words=20", "rounds": 1, "agents": ",".join(AGENTS)}
 ONE_ROUND_IDS = [
-    "proposal:r1:architect", "proposal:r1:security",
-    "critique:r1:architect->security", "critique:r1:security->architect",
-    "refinement:r1:architect", "refinement:r1:security",
+    "proposal:r1:architect",
+    "proposal:r1:security",
+    "critique:r1:architect->security",
+    "critique:r1:security->architect",
+    "refinement:r1:architect",
+    "refinement:r1:security",
     "synthesis:r1:judge",
 ]
 """Two agents, one round, written out by hand: 2 proposals, 2 critiques, 2 refinements, the judge."""
 
 
 def served_graphs() -> dict[str, str]:
-    """The graphs ``langgraph.json`` declares (id -> ``path.py:attr`` or ``module:attr``); each target must exist."""
+    """Return the graphs ``langgraph.json`` declares (id -> ``path.py:attr`` or ``module:attr``); each target must exist."""
     graphs: dict[str, str] = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
     for target in graphs.values():
         location, _, attribute = target.rpartition(":")
@@ -44,14 +47,22 @@ def served_graphs() -> dict[str, str]:
         if location.endswith(".py"):
             assert (ROOT / location).is_file(), f"langgraph.json points at a missing file: {target}"
         else:
-            assert importlib.util.find_spec(location) is not None, f"langgraph.json names a missing module: {target}"
+            assert importlib.util.find_spec(location) is not None, (
+                f"langgraph.json names a missing module: {target}"
+            )
     return graphs
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
-    drop = {"OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_BASE_URL", "DEBATE_DB"}
+    drop = {
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENROUTER_BASE_URL",
+        "DEBATE_DB",
+    }
     env = {
         **{k: v for k, v in os.environ.items() if k not in drop},
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -62,10 +73,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     }
     log_path = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
     log = open(log_path, "w")  # noqa: SIM115 - held open for the server's life
-    command = [str(Path(sys.executable).parent / "langgraph"), "dev", "--host", "127.0.0.1", "--port", str(port),
-               "--no-browser", "--no-reload", "--n-jobs-per-worker", "4"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    command = [
+        str(Path(sys.executable).parent / "langgraph"),
+        "dev",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--no-browser",
+        "--no-reload",
+        "--n-jobs-per-worker",
+        "4",
+    ]
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     url = f"http://127.0.0.1:{port}"
     import httpx
 
@@ -80,7 +102,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer within 90 s:\n{log_path.read_text()[-3000:]}")
+                pytest.fail(
+                    f"langgraph dev did not answer within 90 s:\n{log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.5)
         yield url
     finally:
@@ -96,7 +120,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def graph_id() -> str:
-    """The phase debate: served by the factory ``graph/server.py:debate``."""
+    """Return the phase debate: served by the factory ``graph/server.py:debate``."""
     graphs = served_graphs()
     found = [g for g, target in graphs.items() if target.endswith("graph/server.py:debate")]
     assert len(found) == 1, graphs
@@ -120,7 +144,15 @@ def test_the_schema_lists_the_context_fields(server: str, graph_id: str) -> None
     assistant = client.assistants.search(graph_id=graph_id)[0]
     schemas = client.assistants.get_schemas(assistant["assistant_id"])
     fields = schemas["context_schema"]["properties"]
-    assert {"model", "agents", "rounds", "summarize", "context_window", "max_concurrency", "clarify"} <= set(fields)
+    assert {
+        "model",
+        "agents",
+        "rounds",
+        "summarize",
+        "context_window",
+        "max_concurrency",
+        "clarify",
+    } <= set(fields)
     assert all(f.get("description") for f in fields.values())
     # the problem, and optionally the run's settings kept with the input (see InputState)
     assert set(schemas["input_schema"]["properties"]) == {"problem", "context"}
@@ -151,19 +183,30 @@ def test_a_clarification_interrupt_is_resumed(server: str, graph_id: str) -> Non
     client = client_for(server)
     thread = client.threads.create()
     context = {**FAKE, "clarify": True}
-    client.runs.wait(thread["thread_id"], graph_id, input={"problem": "Design a queue"}, context=context)
+    client.runs.wait(
+        thread["thread_id"], graph_id, input={"problem": "Design a queue"}, context=context
+    )
     state = client.threads.get_state(thread["thread_id"])
     assert state["next"] == ["clarify"]  # the node that asked waits for the answers
     asked = state["tasks"][0]["interrupts"][0]["value"]["questions"]
     assert {q["agent_id"] for q in asked} == set(AGENTS)
     client.runs.wait(
-        thread["thread_id"], graph_id, command={"resume": {"architect": ["Kafka is available."]}}, context=context
+        thread["thread_id"],
+        graph_id,
+        command={"resume": {"architect": ["Kafka is available."]}},
+        context=context,
     )
     values = client.threads.get_state(thread["thread_id"])["values"]
     clarifications = [t for t in values["transcript"] if t["kind"] == "clarification"]
     assert {t["speaker"] for t in clarifications} == set(AGENTS)
-    assert any("A: Kafka is available." in t["content"] for t in clarifications if t["speaker"] == "architect")
-    assert all("A: (no answer)" in t["content"] for t in clarifications if t["speaker"] == "security")
+    assert any(
+        "A: Kafka is available." in t["content"]
+        for t in clarifications
+        if t["speaker"] == "architect"
+    )
+    assert all(
+        "A: (no answer)" in t["content"] for t in clarifications if t["speaker"] == "security"
+    )
     assert values["solution"]
 
 
@@ -181,10 +224,19 @@ def test_a_second_run_on_the_same_thread_is_a_clean_debate_with_its_own_settings
     first = client.threads.get_state(thread)["values"]
     assert first["problem"] == first_problem
     assert [t["id"] for t in first["transcript"]] == ONE_ROUND_IDS
-    assert any("alpha_cache.py" in t["content"] for t in first["transcript"])  # the marker does show up
-    assert {a["context_window"] for a in [*first["settings"]["agents"], first["settings"]["judge"]]} == {8192}
+    assert any(
+        "alpha_cache.py" in t["content"] for t in first["transcript"]
+    )  # the marker does show up
+    assert {
+        a["context_window"] for a in [*first["settings"]["agents"], first["settings"]["judge"]]
+    } == {8192}
 
-    client.runs.wait(thread, graph_id, input={"problem": second_problem}, context={**FAKE, "context_window": 2048})
+    client.runs.wait(
+        thread,
+        graph_id,
+        input={"problem": second_problem},
+        context={**FAKE, "context_window": 2048},
+    )
     second = client.threads.get_state(thread)["values"]
     transcript = second["transcript"]
     assert second["problem"] == second_problem
@@ -207,12 +259,16 @@ def test_a_second_run_on_the_same_thread_is_a_clean_debate_with_its_own_settings
     assert views and all(v["prompt_tokens"] <= 2048 - 1024 for v in views)
 
 
-def test_an_unknown_context_key_is_refused_naming_the_nearest_one(server: str, graph_id: str) -> None:
+def test_an_unknown_context_key_is_refused_naming_the_nearest_one(
+    server: str, graph_id: str
+) -> None:
     client = client_for(server)
     thread = client.threads.create()
     context = {**FAKE, "round": 1}  # a typo of "rounds": it must not run a 3-round debate
     try:
-        result = client.runs.wait(thread["thread_id"], graph_id, input={"problem": "Design a cache"}, context=context)
+        result = client.runs.wait(
+            thread["thread_id"], graph_id, input={"problem": "Design a cache"}, context=context
+        )
     except Exception as exc:  # the SDK raises the run's error
         text = str(exc)
     else:

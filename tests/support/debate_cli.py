@@ -20,16 +20,27 @@ import pytest
 
 
 def debate_command() -> list[str]:
-    """The installed console script next to this interpreter (what users run)."""
+    """Return the installed console script next to this interpreter (what users run)."""
     script = Path(sys.executable).parent / "debate"
     return [str(script)] if script.exists() else [sys.executable, "-m", "debate_engine.app.cli"]
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    """The environment of every CLI run: no default model, blank keys, no tracing, nothing but loopback."""
-    drop = {"DEBATE_MODEL", "DEBATE_DB", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"}
+    """Return the environment of every CLI run: no default model, blank keys, no tracing, nothing but loopback."""
+    drop = {
+        "DEBATE_MODEL",
+        "DEBATE_DB",
+        "OPENAI_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "OPENROUTER_BASE_URL",
+    }
     env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(OPENAI_API_KEY="", LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false", PYTHONUNBUFFERED="1")
+    env.update(
+        OPENAI_API_KEY="",
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+        PYTHONUNBUFFERED="1",
+    )
     env.update(extra)
     return env
 
@@ -37,7 +48,11 @@ def cli_env(**extra: str) -> dict[str, str]:
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``debate ARGS`` to its end."""
     return subprocess.run(
-        [*debate_command(), *args], capture_output=True, text=True, timeout=120, env=env or cli_env()
+        [*debate_command(), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or cli_env(),
     )
 
 
@@ -48,7 +63,11 @@ def background(
     """Start ``debate ARGS`` with stderr in ``log``; whatever happens, the process is gone afterwards."""
     with open(log, "w") as err:
         process = subprocess.Popen(
-            [*debate_command(), *args], stdout=subprocess.DEVNULL, stderr=err, text=True, env=env or cli_env()
+            [*debate_command(), *args],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            text=True,
+            env=env or cli_env(),
         )
     try:
         yield process
@@ -72,12 +91,16 @@ def finished_calls(db: Path, thread: str = "k") -> int:
     return int(row[0])
 
 
-def wait_for(process: subprocess.Popen[str], ready: Any, what: str, log: Path, limit_s: float = 60) -> None:
+def wait_for(
+    process: subprocess.Popen[str], ready: Any, what: str, log: Path, limit_s: float = 60
+) -> None:
     """Poll until ``ready()``; fail (never hang) when the process ends first or nothing happens."""
     deadline = time.monotonic() + limit_s
     while not ready():
         if process.poll() is not None:
-            pytest.fail(f"the run ended (exit {process.returncode}) before {what}:\n{log.read_text()[-3000:]}")
+            pytest.fail(
+                f"the run ended (exit {process.returncode}) before {what}:\n{log.read_text()[-3000:]}"
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"no {what} within {limit_s} s:\n{log.read_text()[-3000:]}")
         time.sleep(0.005)

@@ -15,7 +15,7 @@ VOCAB = tuple(_VOCAB_TEXT.split())
 
 
 def wanted_tool(body: Any) -> str | None:
-    """The tool a chat request forces the model to call (None: a prose answer, whatever tools it offers)."""
+    """Return the tool a chat request forces the model to call (None: a prose answer, whatever tools it offers)."""
     choice = body.get("tool_choice") if isinstance(body, dict) else None
     return (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
 
@@ -30,7 +30,7 @@ def text_of(content: Any) -> str:
 
 
 def reply_words(prompt: str, count: int) -> list[str]:
-    """Same prompt, same reply: a seeded pick from a fixed vocabulary keeps tests reproducible."""
+    """Return the same prompt, same reply: a seeded pick from a fixed vocabulary keeps tests reproducible."""
     rng = random.Random(int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:8], "big"))
     return [rng.choice(VOCAB) for _ in range(count)]
 
@@ -39,12 +39,12 @@ def fake_value(schema: dict[str, Any], defs: dict[str, Any], name: str, depth: i
     """Build a value that validates against a JSON schema, so a client's structured-output parsing succeeds."""
     if "$ref" in schema:
         return fake_value(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, name, depth + 1)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            options = [s for s in schema[key] if s.get("type") != "null"]
-            if not options or (depth > 4 and len(options) < len(schema[key])):
-                return None  # a nullable field deep in a recursive schema stops the recursion
-            return fake_value(options[0], defs, name, depth)
+    combined = next((schema[key] for key in ("anyOf", "oneOf", "allOf") if schema.get(key)), None)
+    if combined:
+        options = [s for s in combined if s.get("type") != "null"]
+        if not options or (depth > 4 and len(options) < len(combined)):
+            return None  # a nullable field deep in a recursive schema stops the recursion
+        return fake_value(options[0], defs, name, depth)
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
@@ -55,22 +55,35 @@ def fake_value(schema: dict[str, Any], defs: dict[str, Any], name: str, depth: i
     label = name.replace("_", " ")
     if kind == "string":
         text = f"A short note on {label}."
-        return text.ljust(schema.get("minLength", 0), ".")[: schema.get("maxLength", len(text) + 999)]
+        return text.ljust(schema.get("minLength", 0), ".")[
+            : schema.get("maxLength", len(text) + 999)
+        ]
     if kind == "array":
-        count = 0 if depth > 4 else max(schema.get("minItems", 0), min(2, schema.get("maxItems", 2)))
+        count = (
+            0 if depth > 4 else max(schema.get("minItems", 0), min(2, schema.get("maxItems", 2)))
+        )
         items = schema.get("items", {"type": "string"})
         return [fake_value(items, defs, f"{label} item {i + 1}", depth + 1) for i in range(count)]
-    if kind in ("integer", "number"):
-        step = 1 if kind == "integer" else 0.01
-        value: float = 7 if kind == "integer" else 0.7
-        if "exclusiveMinimum" in schema:
-            value = max(value, schema["exclusiveMinimum"] + step)
-        if "exclusiveMaximum" in schema:
-            value = min(value, schema["exclusiveMaximum"] - step)
-        return min(max(value, schema.get("minimum", value)), schema.get("maximum", value))
-    if kind == "boolean":
-        return True
-    if kind == "null":
-        return None
+    if kind in _LEAVES:
+        return _LEAVES[kind](schema)
     props = schema.get("properties", {})
     return {key: fake_value(sub, defs, key, depth + 1) for key, sub in props.items()}
+
+
+_LEAVES: dict[str, Any] = {
+    "integer": lambda schema: _fake_number(schema, integer=True),
+    "number": lambda schema: _fake_number(schema, integer=False),
+    "boolean": lambda schema: True,
+    "null": lambda schema: None,
+}
+
+
+def _fake_number(schema: dict[str, Any], *, integer: bool) -> float:
+    """Pick a number inside the schema's bounds."""
+    step = 1 if integer else 0.01
+    value: float = 7 if integer else 0.7
+    if "exclusiveMinimum" in schema:
+        value = max(value, schema["exclusiveMinimum"] + step)
+    if "exclusiveMaximum" in schema:
+        value = min(value, schema["exclusiveMaximum"] - step)
+    return min(max(value, schema.get("minimum", value)), schema.get("maximum", value))

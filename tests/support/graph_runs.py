@@ -11,7 +11,9 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 
 def kinds(values: dict[str, Any], round_no: int | None = None) -> Counter[str]:
-    return Counter(t["kind"] for t in values["transcript"] if round_no is None or t["round"] == round_no)
+    return Counter(
+        t["kind"] for t in values["transcript"] if round_no is None or t["round"] == round_no
+    )
 
 
 class Prompts(BaseCallbackHandler):
@@ -21,7 +23,9 @@ class Prompts(BaseCallbackHandler):
         self.lock = threading.Lock()
         self.calls: dict[Any, dict[str, Any]] = {}
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any
+    ) -> None:
         meta = kwargs.get("metadata") or {}
         with self.lock:
             self.calls[run_id] = {

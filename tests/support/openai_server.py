@@ -9,6 +9,8 @@ prompt the client sent.
     with OpenAIServer(words=20) as server:
         server.faults.extend(["429", "500"])
         client = openai.OpenAI(base_url=server.base_url, api_key="sk-test")
+
+It is one module because the server, its faults and its record of requests share one request loop.
 """
 
 from __future__ import annotations
@@ -28,11 +30,27 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from tests.support.fake_replies import fake_value as _fake  # a module global, so a test can patch the tool replies
+from tests.support.fake_replies import (
+    fake_value as _fake,
+)  # a module global, so a test can patch the tool replies
 from tests.support.fake_replies import reply_words, text_of, wanted_tool
 from tests.support.prompt_cache import MarkedCache, PromptCache, Read, tokens_of, tool_tokens
 
-FAULTS = frozenset({"404", "429", "500", "503", "malformed", "drop", "hang", "empty", "length", "echo_key", "badtool"})
+FAULTS = frozenset(
+    {
+        "404",
+        "429",
+        "500",
+        "503",
+        "malformed",
+        "drop",
+        "hang",
+        "empty",
+        "length",
+        "echo_key",
+        "badtool",
+    }
+)
 MODEL = "test-model"
 
 
@@ -94,8 +112,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
         elif fault == "404":
-            self._error(404, f"The model {body.get('model') if isinstance(body, dict) else '?'} does not exist.",
-                        "model_not_found")
+            self._error(
+                404,
+                f"The model {body.get('model') if isinstance(body, dict) else '?'} does not exist.",
+                "model_not_found",
+            )
         elif fault in ("429", "500", "503"):
             extra = {"Retry-After": f"{owner.retry_after:g}"} if fault == "429" else {}
             code = "rate_limit_exceeded" if fault == "429" else None
@@ -110,12 +131,18 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.command == "GET" and path.endswith("/models"):
             model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "tests"}
             self._send(200, json.dumps({"object": "list", "data": [model]}).encode())
-        elif self.command == "POST" and path.endswith("/chat/completions") and isinstance(body, dict):
-            cached = owner.prompt_cache.read(body) if owner.prompt_cache is not None else None  # as it arrives
+        elif (
+            self.command == "POST" and path.endswith("/chat/completions") and isinstance(body, dict)
+        ):
+            cached = (
+                owner.prompt_cache.read(body) if owner.prompt_cache is not None else None
+            )  # as it arrives
             owner._stopping.wait(owner.latency_s)
             self._chat(body, fault, cached)
             if owner.prompt_cache is not None and cached is not None:
-                owner.prompt_cache.commit(cached)  # answered: its prompt now serves the requests after it
+                owner.prompt_cache.commit(
+                    cached
+                )  # answered: its prompt now serves the requests after it
         else:
             self._error(404, f"No route for {self.command} {path}.")
 
@@ -137,21 +164,40 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, data: bytes, extra: dict[str, str] | None = None) -> None:
         self.send_response(status)
-        headers = {"Content-Type": "application/json", "Content-Length": str(len(data)), **(extra or {})}
+        headers = {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(data)),
+            **(extra or {}),
+        }
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, code: str | None = None, extra: dict[str, str] | None = None) -> None:
-        error = {"message": message, "type": "invalid_request_error" if status < 500 else "server_error"}
-        self._send(status, json.dumps({"error": {**error, "param": None, "code": code}}).encode(), extra=extra)
+    def _error(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        error = {
+            "message": message,
+            "type": "invalid_request_error" if status < 500 else "server_error",
+        }
+        self._send(
+            status,
+            json.dumps({"error": {**error, "param": None, "code": code}}).encode(),
+            extra=extra,
+        )
 
     def _chat(self, body: dict[str, Any], fault: str | None, cached: Read | None = None) -> None:
         owner = self.server.owner
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         prompt_tokens = len(tokens_of(messages)) + tool_tokens(body)
-        last_user = next((text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
+        last_user = next(
+            (text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), ""
+        )
         words = [] if fault == "empty" else reply_words(last_user, owner.words)
         if owner.author is not None and words:  # a test writes the prose replies
             words = owner.author(body, " ".join(words).capitalize() + ".").split()
@@ -160,21 +206,35 @@ class _Handler(BaseHTTPRequestHandler):
             limit = min(limit or len(words), max(1, len(words) // 2))
         finish = "length" if limit is not None and limit < len(words) else "stop"
         words = words[:limit] if finish == "length" else words
-        content = " ".join(words) if owner.author is not None else " ".join(words).capitalize() + "." if words else ""
+        content = (
+            " ".join(words)
+            if owner.author is not None
+            else " ".join(words).capitalize() + "."
+            if words
+            else ""
+        )
         message: dict[str, Any] = {"role": "assistant", "content": content}
         tools = body.get("tools") or []
         if tools and body.get("tool_choice") != "none" and fault not in ("empty", "length"):
             wanted = wanted_tool(body)
-            funcs = [t["function"] for t in tools if isinstance(t, dict) and "function" in t] or [{"name": "tool"}]
+            funcs = [t["function"] for t in tools if isinstance(t, dict) and "function" in t] or [
+                {"name": "tool"}
+            ]
             func = next((f for f in funcs if f["name"] == wanted), funcs[0])
             params = func.get("parameters") or {}
-            arguments = json.dumps(_fake(params, params.get("$defs") or params.get("definitions") or {}, func["name"]))
+            arguments = json.dumps(
+                _fake(params, params.get("$defs") or params.get("definitions") or {}, func["name"])
+            )
             if fault == "badtool":  # what small models do: the arguments cut short, unparseable
                 arguments = arguments[: len(arguments) // 2]
-            if owner.tool_args is not None:  # a test scripts the structured answer (positions, votes)
+            if (
+                owner.tool_args is not None
+            ):  # a test scripts the structured answer (positions, votes)
                 arguments = json.dumps(owner.tool_args(body, func["name"], json.loads(arguments)))
             if owner.cut_tools and limit is not None and len(arguments.split()) > limit:
-                arguments = " ".join(arguments.split()[:limit])  # cut, yet reported as llama.cpp does: tool_calls
+                arguments = " ".join(
+                    arguments.split()[:limit]
+                )  # cut, yet reported as llama.cpp does: tool_calls
             call: dict[str, Any] = {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function"}
             call["function"] = {"name": func["name"], "arguments": arguments}
             message = {"role": "assistant", "content": None, "tool_calls": [call]}
@@ -196,7 +256,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(reply).encode())
 
     def _stream(
-        self, head: dict[str, Any], message: dict[str, Any], finish: str, usage: dict[str, Any], with_usage: bool
+        self,
+        head: dict[str, Any],
+        message: dict[str, Any],
+        finish: str,
+        usage: dict[str, Any],
+        with_usage: bool,
     ) -> None:
         """Server-sent events in chunked encoding, shaped like the real API's `chat.completion.chunk` stream."""
         self.send_response(200)
@@ -204,11 +269,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        deltas: list[dict[str, Any]] = [{"role": "assistant", "content": None if "tool_calls" in message else ""}]
+        deltas: list[dict[str, Any]] = [
+            {"role": "assistant", "content": None if "tool_calls" in message else ""}
+        ]
         if "tool_calls" in message:
             deltas[0]["tool_calls"] = [{"index": 0, **message["tool_calls"][0]}]
         elif message["content"]:
-            deltas += [{"content": p if i == 0 else " " + p} for i, p in enumerate(message["content"].split(" "))]
+            deltas += [
+                {"content": p if i == 0 else " " + p}
+                for i, p in enumerate(message["content"].split(" "))
+            ]
         deltas.append({})
         finishes = [None] * (len(deltas) - 1) + [finish]
         events: list[Any] = [
@@ -219,7 +289,9 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(([], usage))
         for choices, chunk_usage in events:
             chunk = {**head, "object": "chat.completion.chunk", "choices": choices}
-            self._chunk(f"data: {json.dumps({**chunk, 'usage': chunk_usage} if with_usage else chunk)}\n\n".encode())
+            self._chunk(
+                f"data: {json.dumps({**chunk, 'usage': chunk_usage} if with_usage else chunk)}\n\n".encode()
+            )
         self._chunk(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
@@ -238,7 +310,9 @@ class OpenAIServer:
     Anthropic's, reads and writes at marked blocks; None, the default: report none). Faults: see `FAULTS`. `peak_in_flight` is the most requests it was ever answering at once.
     """
 
-    def __init__(self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0) -> None:
+    def __init__(
+        self, words: int = 40, *, model: str = MODEL, hang_s: float = 30.0, retry_after: float = 1.0
+    ) -> None:
         self.words, self.model, self.hang_s, self.retry_after = words, model, hang_s, retry_after
         self.latency_s = 0.0
         self.faults: deque[str] = deque()
@@ -250,7 +324,9 @@ class OpenAIServer:
         self.author: Any = None
         self.in_flight = 0
         self.peak_in_flight = 0
-        self.requests: list[dict[str, Any]] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
+        self.requests: list[
+            dict[str, Any]
+        ] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
         self._lock = threading.Lock()
         self._usage = 0
         self._stopping = threading.Event()
@@ -266,7 +342,9 @@ class OpenAIServer:
         self._stopping.clear()
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -283,15 +361,24 @@ class OpenAIServer:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
     def prompts(self) -> list[str]:
         """Per chat request, all message texts joined by newlines: the exact prompt text the client sent."""
         with self._lock:
-            bodies = [r["body"] for r in self.requests if r["path"].split("?")[0].endswith("/chat/completions")]
-        messages = [[m for m in (b or {}).get("messages") or [] if isinstance(m, dict)] for b in bodies]
+            bodies = [
+                r["body"]
+                for r in self.requests
+                if r["path"].split("?")[0].endswith("/chat/completions")
+            ]
+        messages = [
+            [m for m in (b or {}).get("messages") or [] if isinstance(m, dict)] for b in bodies
+        ]
         return ["\n".join(text_of(m.get("content")) for m in ms) for ms in messages]
 
     def usage_total(self) -> int:
@@ -309,12 +396,20 @@ class OpenAIServer:
 
     def _record(self, path: str, headers: dict[str, str], body: Any, fault: str | None) -> None:
         with self._lock:
-            self.requests.append({"path": path, "headers": headers, "body": body, "fault": fault, "time": time.time()})
+            self.requests.append(
+                {
+                    "path": path,
+                    "headers": headers,
+                    "body": body,
+                    "fault": fault,
+                    "time": time.time(),
+                }
+            )
 
 
 @contextmanager
 def serving(monkeypatch: Any, words: int = 40, provider: str = "openai") -> Iterator[OpenAIServer]:
-    """A server for one test, the engine's ``openai:`` (or ``openrouter:``) models pointed at it with a test key."""
+    """Yield a server for one test, the engine's ``openai:`` (or ``openrouter:``) models pointed at it with a test key."""
     with OpenAIServer(words=words) as srv:
         monkeypatch.setenv(f"{provider.upper()}_BASE_URL", srv.base_url)
         monkeypatch.setenv(f"{provider.upper()}_API_KEY", f"sk-test-{provider}-loopback")

@@ -19,7 +19,14 @@ from tests.support.fake_replies import VOCAB, reply_words, text_of
 
 SUMMARY_TASK = load_prompt("phases/summarize").split("{")[0]
 """How a summary's task begins: its prompt is otherwise its agent's own."""
-FACET_LISTS = ("key_points", "decisions", "unresolved", "action_items", "participants", "domain_entities")
+FACET_LISTS = (
+    "key_points",
+    "decisions",
+    "unresolved",
+    "action_items",
+    "participants",
+    "domain_entities",
+)
 VERBOSITY = 0.85
 """The share of the output allowance a summary fills: all of it but a margin, whatever length it was asked."""
 
@@ -36,7 +43,7 @@ class Oracle:
         return self
 
     def tool_args(self, body: dict[str, Any], name: str, args: dict[str, Any]) -> dict[str, Any]:
-        """A structured answer: a summary of every visible fact, or a debater's reply with the facts it is asked."""
+        """Return a structured answer: a summary of every visible fact, or a debater's reply with the facts it is asked."""
         if name == "StructuredSummary":
             return self._structured_summary(body)
         if name == "Contribution":
@@ -44,7 +51,7 @@ class Oracle:
         return args
 
     def author(self, body: dict[str, Any], text: str) -> str:
-        """A prose answer: a summary when one is asked, else the seeded words and the facts the task asks for."""
+        """Return a prose answer: a summary when one is asked, else the seeded words and the facts the task asks for."""
         if SUMMARY_TASK in _last_user(body):
             self.summaries += 1
             return self._narrative(body, _limit(body))
@@ -69,7 +76,9 @@ class Oracle:
         each = spare // (len(said) + 1)
         filler = iter(VOCAB[i % len(VOCAB)] for i in range(spare))
         parts = [" ".join(next(filler) for _ in range(each)) + "." for _ in range(len(said) + 1)]
-        return " ".join(p for pair in zip(parts, [*said, ""], strict=True) for p in pair if p.strip(". "))
+        return " ".join(
+            p for pair in zip(parts, [*said, ""], strict=True) for p in pair if p.strip(". ")
+        )
 
     def _structured_summary(self, body: dict[str, Any]) -> dict[str, Any]:
         self.summaries += 1
@@ -77,7 +86,9 @@ class Oracle:
         items = [f"FACT-{self.facts.index(f) + 1:02d}: the {f.key} is {f.value}" for f in visible]
         lists: dict[str, Any] = {name: [] for name in FACET_LISTS}
         lists["key_points"], lists["domain_entities"] = items, list(items)
-        used = sum(len(i.split()) + 1 for values in lists.values() for i in values) + 2 * len(FACET_LISTS)
+        used = sum(len(i.split()) + 1 for values in lists.values() for i in values) + 2 * len(
+            FACET_LISTS
+        )
         return {"narrative": self._narrative(body, _limit(body) - used), **lists}
 
 

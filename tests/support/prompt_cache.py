@@ -34,7 +34,7 @@ class Read(NamedTuple):
 
 
 def seed_of(body: dict[str, Any], *keys: str) -> int:
-    """The start of a request's prefix: its tools (and whatever else of ``keys`` the provider puts before the
+    """Return the start of a request's prefix: its tools (and whatever else of ``keys`` the provider puts before the
     messages), so that a request with other tools shares nothing with it."""
     return hash(tuple(json.dumps(body.get(k), sort_keys=True) for k in ("tools", *keys)))
 
@@ -62,7 +62,7 @@ class PromptCache:
         keep = len(tokens) >= self.min_tokens  # a shorter prompt is never cached
         with self._lock:
             for end in range(self.step, len(tokens) + 1, self.step):
-                chain = hash((chain, tuple(tokens[end - self.step:end])))
+                chain = hash((chain, tuple(tokens[end - self.step : end])))
                 if found and chain in self._seen:
                     hits = end
                     continue
@@ -72,27 +72,31 @@ class PromptCache:
         return Read({"cached_tokens": hits if hits >= self.min_tokens else 0}, frozenset(entries))
 
     def read(self, body: dict[str, Any]) -> Read:
-        """What the cache serves a request as it arrives: its tool definitions first, then its messages."""
+        """Return what the cache serves a request as it arrives: its tool definitions first, then its messages."""
         tools = [(seed_of(body), i) for i in range(tool_tokens(body))]
         return self._read([*tools, *tokens_of(body.get("messages") or [])])
 
     def commit(self, read: Read) -> None:
-        """The request has been answered: its prefixes serve the requests after it."""
+        """Mark the request answered: its prefixes serve the requests after it."""
         with self._lock:
             self._seen |= read.entries
 
 
 def tool_tokens(body: dict[str, Any]) -> int:
-    """The tokens a request's tool definitions add to its prompt (their JSON, by the engine's tokenizer)."""
+    """Return the tokens a request's tool definitions add to its prompt (their JSON, by the engine's tokenizer)."""
     from debate_engine.memory.tokens import count_tokens
 
     return count_tokens(json.dumps(body["tools"])) if body.get("tools") else 0
 
 
 def tokens_of(messages: Sequence[dict[str, Any]]) -> list[tuple[Any, str]]:
-    """A request's tokens as the server counts them: each word of each message, tagged with its role."""
-    return [(m.get("role"), word) for m in messages if isinstance(m, dict)
-            for word in text_of(m.get("content")).split()]
+    """Return a request's tokens as the server counts them: each word of each message, tagged with its role."""
+    return [
+        (m.get("role"), word)
+        for m in messages
+        if isinstance(m, dict)
+        for word in text_of(m.get("content")).split()
+    ]
 
 
 class MarkedCache:
@@ -111,7 +115,9 @@ class MarkedCache:
         self._lock = threading.Lock()
 
     def read(self, body: dict[str, Any]) -> Read:
-        ends: list[tuple[int, int, bool]] = []  # after each block: the prefix's hash, its tokens, whether marked
+        ends: list[
+            tuple[int, int, bool]
+        ] = []  # after each block: the prefix's hash, its tokens, whether marked
         chain, count = seed_of(body, "tool_choice"), tool_tokens(body)
         for message in body.get("messages") or []:
             content = message.get("content")
@@ -124,7 +130,9 @@ class MarkedCache:
             for i, (key, tokens, marked) in enumerate(ends):
                 if not marked:
                     continue
-                found = [n for h, n, _ in ends[max(0, i - self.lookback + 1):i + 1] if h in self._seen]
+                found = [
+                    n for h, n, _ in ends[max(0, i - self.lookback + 1) : i + 1] if h in self._seen
+                ]
                 read = max([read, *found])
                 if tokens >= self.min_tokens and key not in self._seen:
                     entries.add(key)
@@ -137,7 +145,7 @@ class MarkedCache:
 
 
 def long_replies(words: int) -> Callable[[dict[str, Any], str, dict[str, Any]], dict[str, Any]]:
-    """The server's ``tool_args``: structured contributions of ``words`` words, like a real model's.
+    """Return the server's ``tool_args``: structured contributions of ``words`` words, like a real model's.
 
     Its own structured answers are a few words each, so a debate's prompts would hardly grow and never reach
     the cache's 1,024 tokens; with these they grow round after round as a real debate's do.
@@ -169,7 +177,9 @@ def repeated_tokens(bodies: Sequence[dict[str, Any]]) -> int:
         tools = json.dumps(body.get("tools"), sort_keys=True)
         repeated += tool_tokens(body) if tools in known else 0
         known.add(tools)
-        parts = [system] + [p for m in messages[1:] for p in _PART.split(text_of(m.get("content"))) if p]
+        parts = [system] + [
+            p for m in messages[1:] for p in _PART.split(text_of(m.get("content"))) if p
+        ]
         for part in parts:
             repeated += len(part.split()) if part in known else 0
             known.add(part)

@@ -10,7 +10,7 @@ STOP_WAIT_S = 3.0
 
 
 def _expected_ids() -> list[str]:
-    """The whole debate's turn ids, in order, written out from the protocol (3 agents, 2 rounds)."""
+    """Return the whole debate's turn ids, in order, written out from the protocol (3 agents, 2 rounds)."""
     pairs = [(a, b) for a in AGENTS for b in AGENTS if a != b]
     ids = [f"proposal:r1:{a}" for a in AGENTS]
     for r in range(1, ROUNDS + 1):
