@@ -14,8 +14,8 @@ TASKS = 100
 
 
 def bench_compare(folder: Path, tasks: int = TASKS) -> None:
-    from debate_engine.app.cli import main
-    from debate_engine.app.compare.tasks import builtin_tasks
+    from debate_engine.app.cli.main import main
+    from debate_engine.app.measure.compare.tasks import builtin_tasks
     from debate_engine.prompts import load_prompt
     from debate_engine.providers.factory import chat_model
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bench.common import TWO, db_bytes, debate, kb, raw_bytes, sqlite_saver, table, x
 from debate_engine import compile_debate
-from debate_engine.app.cli import main as debate_cli
+from debate_engine.app.cli.main import main as debate_cli
 
 ROW_BYTES = """
 SELECT COALESCE((SELECT SUM(LENGTH(checkpoint) + LENGTH(metadata)) FROM checkpoints

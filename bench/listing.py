@@ -2,7 +2,7 @@
 
 Small: five short debates. Large: the long debate of the storage section
 plus four short ones. Both are timed through
-``debate_engine.app.commands.list.rows_of`` (what ``debate list`` prints) with
+``debate_engine.app.cli.list.rows_of`` (what ``debate list`` prints) with
 ``asyncio.run``, the median of several runs. For contrast, the same two
 threads' full state is loaded as ``debate show`` does (``aget_state``),
 which must read the whole debate.
@@ -20,7 +20,7 @@ from statistics import median
 from typing import Any
 
 from bench.common import TWO, Run, Runs, db_bytes, debate, kb, rounds_for, table, x
-from debate_engine.app.persistence import open_checkpointer, status_of
+from debate_engine.app.store.database import open_checkpointer, status_of
 from debate_engine.graph.builder import compile_debate
 
 REPEATS = 21
@@ -29,11 +29,11 @@ REPEATS = 21
 def list_rows() -> Callable[[str], Awaitable[list[tuple[str, ...]]]]:
     """Return what ``debate list`` prints: ``commands.list.rows_of`` (``commands._rows`` before the CLI split)."""
     try:
-        from debate_engine.app.commands.list import rows_of
+        from debate_engine.app.cli.list import rows_of
 
         return rows_of
     except ImportError:
-        module: Any = importlib.import_module("debate_engine.app.commands")
+        module: Any = importlib.import_module("debate_engine.app.cli")
         return module._rows  # type: ignore[no-any-return]
 
 

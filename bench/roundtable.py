@@ -19,7 +19,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 
 from bench.common import db_bytes, raw_bytes, sqlite_saver, table, x
 from debate_engine import RoundtableContext, compile_roundtable
-from debate_engine.app.probe_facts import briefings, contains, make_facts
+from debate_engine.app.measure.probe.facts import briefings, contains, make_facts
 
 AT = (100, 1_000, 5_000, 10_000)
 

@@ -49,7 +49,7 @@ def debate(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "debate"
     return [
         str(script) if script.exists() else sys.executable,
-        *([] if script.exists() else ["-m", "debate_engine.app.cli"]),
+        *([] if script.exists() else ["-m", "debate_engine.app.cli.main"]),
         *args,
     ]
 
@@ -164,7 +164,7 @@ def floor(count: int, slots: int) -> float:
 
 
 def bench_workers(concurrency: int = 4, count: int = 40, stall_s: float = 15.0) -> None:
-    from debate_engine.app.commands.worker import handover_bound
+    from debate_engine.app.cli.worker import handover_bound
     from tests.integration.conftest import (
         NoPostgres,
         fresh_database,

@@ -1,7 +1,7 @@
 """Money and tokens of model calls: what a call may spend at most, and what calls spent, priced per model.
 
 The rules that read a debate's state (whether the next phase fits the cap,
-what is left for the judge) are in ``nodes.spend``; this module is plain
+what is left for the judge) are in ``nodes.cap``; this module is plain
 arithmetic over records, so config resolution and the nodes share it.
 """
 

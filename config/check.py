@@ -15,7 +15,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from debate_engine.config.context import Context
 from debate_engine.config.file import ConfigError
-from debate_engine.config.messages import NOT_A_NUMBER, not_a_number, quoted
+from debate_engine.config.wording import NOT_A_NUMBER, not_a_number, quoted
 
 
 def check_context(context: Context) -> tuple[Context, list[str]]:

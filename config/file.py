@@ -14,10 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 
-from debate_engine.config.messages import NOT_A_NUMBER, not_a_number, quoted, unknown_key
 from debate_engine.config.settings import HUMAN_ROLE
+from debate_engine.config.wording import NOT_A_NUMBER, not_a_number, quoted, unknown_key
 from debate_engine.errors import InputError
-from debate_engine.memory.settings import SummarizationSettings
+from debate_engine.memory.summary_settings import SummarizationSettings
 from debate_engine.prompts import role_names
 from debate_engine.providers.factory import ModelConfigError, parse_spec, spec_from_config
 

@@ -24,12 +24,12 @@ from debate_engine.config.file import (
     DebateSection,
     load_config,
 )
-from debate_engine.config.messages import quoted
 from debate_engine.config.outcome import outcome_problems, stop_rule
-from debate_engine.config.roundtable import roundtable_params, with_view
+from debate_engine.config.roundtable_params import roundtable_params, with_view
 from debate_engine.config.settings import HUMAN_ROLE, AgentProfile, RunSettings, human_id, is_human
+from debate_engine.config.wording import quoted
 from debate_engine.memory.budget import BudgetError, make_budget
-from debate_engine.memory.settings import SummarizationSettings
+from debate_engine.memory.summary_settings import SummarizationSettings
 from debate_engine.prompts import load_prompt, read_prompt_file, role_names
 from debate_engine.providers.factory import (
     ModelConfigError,

@@ -1,6 +1,6 @@
 """The one base of the errors a user sees: each carries its exit code and the lead of its message.
 
-The command line maps a failure to its exit code by this base alone (``app/cli.py``); nothing here imports
+The command line maps a failure to its exit code by this base alone (``app/cli/main.py``); nothing here imports
 another module of the engine, so every layer may raise these.
 """
 

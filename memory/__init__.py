@@ -10,7 +10,11 @@ from debate_engine.memory.budget import (
     make_budget,
 )
 from debate_engine.memory.facets import merge_facets, render_summary
-from debate_engine.memory.messages import find_safe_split, make_pre_model_hook, summarize_messages
+from debate_engine.memory.message_history import (
+    find_safe_split,
+    make_pre_model_hook,
+    summarize_messages,
+)
 from debate_engine.memory.perspective import (
     JUDGE_ID,
     covered_until,
@@ -28,9 +32,9 @@ from debate_engine.memory.records import (
     Usage,
     new_turn,
 )
-from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.memory.summarizer import StructuredSummary, summarize
 from debate_engine.memory.summary_prompt import Prompt, SummaryJob
+from debate_engine.memory.summary_settings import SummarizationSettings
 from debate_engine.memory.tokens import count_messages, count_tokens, truncate_to_tokens
 from debate_engine.memory.triggers import Decision
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from debate_engine.memory.budget import Budget, View, ViewRequest, build_view, turn_cost
 from debate_engine.memory.perspective import covered_until, newest_first, opening_clarifications
 from debate_engine.memory.records import SummaryRecord, Turn
-from debate_engine.memory.settings import SummarizationSettings
 from debate_engine.memory.strategies import Plan, get_strategy, keep_recent
+from debate_engine.memory.summary_settings import SummarizationSettings
 from debate_engine.memory.triggers import Decision, decide, measure
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from debate_engine.memory.budget import Budget, turn_cost
 from debate_engine.memory.records import SummaryRecord, Turn
-from debate_engine.memory.settings import SummarizationSettings
+from debate_engine.memory.summary_settings import SummarizationSettings
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from debate_engine.calls.road import CallFailed
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import Call, after, amodel_call, failed, model_call
+from debate_engine.nodes.cap import fits, spend_figures
 from debate_engine.nodes.schedule import next_step
-from debate_engine.nodes.spend import fits, spend_figures
 from debate_engine.nodes.status import emit
 from debate_engine.nodes.summaries import SummaryCall, ahead, applied, asummary_call, summary_call
 

@@ -1,7 +1,7 @@
 """The judge's structured solution: its fields, sized so that the whole answer fits the judge's budget.
 
 Apart from the synthesis node, because the spend cap sizes the judge's share by this schema's tool definition
-(``nodes.spend``) before any synthesis runs.
+(``nodes.cap``) before any synthesis runs.
 """
 
 from __future__ import annotations

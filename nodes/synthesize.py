@@ -8,9 +8,9 @@ from typing import Any
 from debate_engine.graph.state import ConversationState, Solution
 from debate_engine.memory.facets import render_digest
 from debate_engine.nodes.calls import Call, Reply, record_turns
+from debate_engine.nodes.cap import left_for_judge
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.solution import judge_schema
-from debate_engine.nodes.spend import left_for_judge
 from debate_engine.nodes.status import advance, emit
 from debate_engine.nodes.verdict import judge_note, merge_material, verdict
 from debate_engine.nodes.views import (

@@ -191,13 +191,13 @@ def test_one_module_builds_and_calls_chat_models() -> None:
         "debate_engine.calls.road",
         "debate_engine.providers.factory",
         "debate_engine.providers.fake",
-        "debate_engine.memory.messages",
+        "debate_engine.memory.message_history",
     }  # messages: the user's own agent's model, for their agents
     assert set(callers) <= allowed, sorted(set(callers) - allowed)
 
 
 def test_cli_help_does_not_import_langgraph() -> None:
-    code = "import sys\nfrom debate_engine.app import cli\nprint('langgraph' in sys.modules)"
+    code = "import sys\nfrom debate_engine.app.cli import main\nprint('langgraph' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
@@ -213,3 +213,19 @@ def test_test_modules_stay_cohesive() -> None:
         if not explained and len(source.splitlines()) > MAX_MODULE_LINES:
             offenders.append(f"{path.relative_to(ROOT)} has {len(source.splitlines())} lines")
     assert not offenders, "\n".join(offenders)
+
+
+SAME_CONCEPT: dict[str, str] = {}
+"""File names two modules may share because they hold one concept (none today): name -> why."""
+
+
+def test_no_two_modules_share_a_file_name() -> None:
+    """Check a module's file name says what it holds: a second ``spend.py`` would be a second concept."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in modules():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(name)
+    repeated = {
+        n: found for n, found in by_name.items() if len(found) > 1 and n not in SAME_CONCEPT
+    }
+    assert not repeated, repeated

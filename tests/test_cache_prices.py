@@ -7,7 +7,7 @@ bills a read at 0.1x and a write at 1.25x. Charged at the input price, a run tha
 
 from __future__ import annotations
 
-from debate_engine.app.report import render_report
+from debate_engine.app.reports.markdown import render_report
 from debate_engine.calls.spend import bill, dearest
 from debate_engine.memory.records import Usage
 from debate_engine.providers.prices import cost, price_of

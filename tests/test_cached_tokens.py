@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.calls.spend import charge, empty_spend
 from debate_engine.calls.usage import usage_of
 from debate_engine.providers.prices import price_of

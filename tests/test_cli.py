@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from tests.support.openai_server import OpenAIServer
 
 
@@ -365,7 +365,7 @@ def test_a_failing_provider_keeps_the_turns_leaks_no_key_and_resumes(
             [
                 sys.executable,
                 "-m",
-                "debate_engine.app.cli",
+                "debate_engine.app.cli.main",
                 "resume",
                 "t1",
                 "--db",

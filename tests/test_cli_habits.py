@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.evaluate import Evaluation
+from debate_engine.app.cli.main import main
+from debate_engine.app.measure.evaluate import Evaluation
 from debate_engine.providers import local_server
 
 
@@ -123,9 +123,9 @@ def test_a_dry_run_needs_no_api_key(
 
 QUIET = textwrap.dedent("""
     import logging, sys, warnings
-    from debate_engine.app import cli
-    from debate_engine.app.commands import run
-    from debate_engine.app.errors import UserError
+    from debate_engine.app.cli import main as cli
+    from debate_engine.app.cli import run
+    from debate_engine.app.cli.exit_codes import UserError
 
     def noisy(args):
         logging.getLogger("debate.note").info("starting the embedded model...")

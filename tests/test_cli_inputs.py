@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.config.context import Context
 from debate_engine.config.resolve import ConfigError, check_context, resolve
 

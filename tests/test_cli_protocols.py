@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.config.context import context_dict
 
 

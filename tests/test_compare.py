@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.compare import stats
-from debate_engine.app.compare.protocols import votes_for
-from debate_engine.app.compare.tasks import builtin_tasks, is_correct, normalise
+from debate_engine.app.cli.main import main
+from debate_engine.app.measure.compare import stats
+from debate_engine.app.measure.compare.protocols import votes_for
+from debate_engine.app.measure.compare.tasks import builtin_tasks, is_correct, normalise
 
 
 def _independent(expression: str) -> int:
@@ -180,7 +180,7 @@ def test_a_jsonl_file_runs_with_its_kinds(
 
 
 def test_the_interval_resamples_whole_tasks_when_a_task_has_several_seeds() -> None:
-    from debate_engine.app.compare.stats import bootstrap_interval
+    from debate_engine.app.measure.compare.stats import bootstrap_interval
 
     # 10 tasks x 3 seeds, each task all right or all wrong: 10 independent draws, not 30
     correct = [task % 2 == 0 for task in range(10) for _ in range(3)]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 
 MODEL = "fake:solve=0.6,conform=0.5"
 POPULATION = ["--model", MODEL, "--rounds", "1"]
@@ -40,8 +40,8 @@ def config_file(tmp_path: Path, data: dict[str, Any] = DOLLAR_AN_OUTPUT_TOKEN) -
 
 def stored(db: Path) -> dict[str, dict[str, Any]]:
     """Every run the comparison's database holds, scored or not, by thread: its final state."""
-    from debate_engine.app.persistence import open_checkpointer, thread_ids
-    from debate_engine.app.runner import graph_for
+    from debate_engine.app.cli.runner import graph_for
+    from debate_engine.app.store.database import open_checkpointer, thread_ids
 
     async def read() -> dict[str, dict[str, Any]]:
         async with open_checkpointer(str(db)) as saver:
@@ -161,7 +161,7 @@ def test_the_runs_at_once_follow_the_resolved_models(
     config: dict[str, Any] | None,
     jobs: int,
 ) -> None:
-    from debate_engine.app.compare import session
+    from debate_engine.app.measure.compare import session
 
     monkeypatch.delenv("DEBATE_MODEL")
     seen: list[int] = []

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.compare.execute import finished
-from debate_engine.app.compare.tasks import builtin_tasks
+from debate_engine.app.measure.compare.execute import finished
+from debate_engine.app.measure.compare.tasks import builtin_tasks
 from tests.support.debate_cli import background, cli, cli_env, wait_for
 from tests.support.openai_server import OpenAIServer
 from tests.support.resume_debate import STOP_WAIT_S
@@ -47,8 +47,8 @@ QUESTION = re.compile(r"What is the result of [\d+*-]+\?")
 
 def finished_runs(db: Path) -> set[tuple[str, str]]:
     """(protocol label, task id) of every run the database holds finished."""
-    from debate_engine.app.persistence import open_checkpointer, thread_ids
-    from debate_engine.app.runner import graph_for
+    from debate_engine.app.cli.runner import graph_for
+    from debate_engine.app.store.database import open_checkpointer, thread_ids
 
     async def read() -> set[tuple[str, str]]:
         found = set()

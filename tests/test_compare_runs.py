@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.compare.tasks import builtin_tasks, is_correct
+from debate_engine.app.cli.main import main
+from debate_engine.app.measure.compare.tasks import builtin_tasks, is_correct
 from debate_engine.providers.fake import FakeChatModel
 
 POPULATION = ["--model", "fake:solve=0.6,conform=0.5", "--rounds", "1"]
@@ -152,8 +152,8 @@ def test_the_cost_cap_holds_over_the_whole_comparison(tmp_path: Path, jobs: str)
 
 def _stored(db: Path, thread: str, graph: str = "roundtable") -> dict[str, Any]:
     """Return a run's final state, read back from the comparison's database."""
-    from debate_engine.app.persistence import open_checkpointer
-    from debate_engine.app.runner import graph_for
+    from debate_engine.app.cli.runner import graph_for
+    from debate_engine.app.store.database import open_checkpointer
 
     async def read() -> dict[str, Any]:
         async with open_checkpointer(str(db)) as saver:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.compare import results, stats
-from debate_engine.app.compare.protocols import votes_for
+from debate_engine.app.measure.compare import results, stats
+from debate_engine.app.measure.compare.protocols import votes_for
 from debate_engine.nodes.verdict import tally
 
 Z95 = 1.959963984540054

@@ -12,11 +12,11 @@ import asyncio
 
 import pytest
 
-from debate_engine.app.compare import results
-from debate_engine.app.compare.execute import Comparison, run_protocol
-from debate_engine.app.compare.protocols import protocol
-from debate_engine.app.compare.stats import majority_accuracy
-from debate_engine.app.compare.tasks import builtin_tasks
+from debate_engine.app.measure.compare import results
+from debate_engine.app.measure.compare.execute import Comparison, run_protocol
+from debate_engine.app.measure.compare.protocols import protocol
+from debate_engine.app.measure.compare.stats import majority_accuracy
+from debate_engine.app.measure.compare.tasks import builtin_tasks
 from debate_engine.config.context import Context
 from debate_engine.graph.sample import compile_sample
 

@@ -359,7 +359,7 @@ def test_max_questions_explicit_then_file_then_default(
 def test_clarify_on_the_command_line_keeps_the_files_question_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from debate_engine.app.cli import main
+    from debate_engine.app.cli.main import main
 
     monkeypatch.setattr(
         "sys.stdin.isatty", lambda: False

@@ -74,7 +74,7 @@ def test_a_signal_s_exit_code_is_the_shell_s() -> None:
 
 
 def test_the_command_line_maps_errors_by_the_base_alone() -> None:
-    tree = ast.parse((ROOT / "app" / "cli.py").read_text())
+    tree = ast.parse((ROOT / "app" / "cli" / "main.py").read_text())
     named = {
         alias.name
         for node in ast.walk(tree)

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from debate_engine.app.cli import main
-from debate_engine.app.evaluate import CRITERIA, Evaluation, Evaluator, build_prompt
-from debate_engine.app.report import export_state, values_from_export
+from debate_engine.app.cli.main import main
+from debate_engine.app.measure.evaluate import CRITERIA, Evaluation, Evaluator, build_prompt
+from debate_engine.app.reports.markdown import export_state, values_from_export
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.memory import BudgetError, count_messages, count_tokens
 from debate_engine.prompts import load_prompt

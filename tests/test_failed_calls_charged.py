@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.graph.builder import compile_debate
 from tests.support.openai_server import serving
 

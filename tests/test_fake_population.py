@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from debate_engine.app.compare.execute import Comparison, run_protocol
-from debate_engine.app.compare.protocols import protocol
-from debate_engine.app.compare.stats import bootstrap_interval, majority_accuracy
-from debate_engine.app.compare.tasks import builtin_tasks
+from debate_engine.app.measure.compare.execute import Comparison, run_protocol
+from debate_engine.app.measure.compare.protocols import protocol
+from debate_engine.app.measure.compare.stats import bootstrap_interval, majority_accuracy
+from debate_engine.app.measure.compare.tasks import builtin_tasks
 from debate_engine.config.context import Context
 from debate_engine.graph.builder import compile_debate
 from debate_engine.graph.sample import compile_sample

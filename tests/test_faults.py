@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from tests.support.openai_server import OpenAIServer
 
 KEY = "sk-test-FAULTKEY-123456"

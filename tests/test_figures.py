@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.figures import timeline
-from debate_engine.app.progress import CLEAR
+from debate_engine.app.cli.main import main
+from debate_engine.app.cli.progress import CLEAR
+from debate_engine.app.reports.figures import timeline
 from tests.support.openai_server import OpenAIServer
 
 
@@ -195,7 +195,7 @@ def test_an_interrupted_and_resumed_debate_gives_the_server_s_counts_everywhere(
 
 
 def test_the_rows_by_agent_and_phase_add_up_to_the_spend(debate: Any) -> None:
-    from debate_engine.app.figures import figures
+    from debate_engine.app.reports.figures import figures
 
     # Every structured answer is invalid: the judge and each summary ask again in prose, two requests each.
     out = debate(
@@ -226,7 +226,7 @@ def test_the_rows_by_agent_and_phase_add_up_to_the_spend(debate: Any) -> None:
 
 
 def test_calls_that_left_no_record_make_a_row_of_their_own(debate: Any) -> None:
-    from debate_engine.app.figures import figures
+    from debate_engine.app.reports.figures import figures
 
     out = debate(rounds=1, agents="architect,security")
     total = out["spend"]["total"]

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.persistence import athread_lock
+from debate_engine.app.cli.main import main
+from debate_engine.app.store.database import athread_lock
 from tests.support.debate_cli import cli, cli_env
 
 PROBLEM = "Design a rate limiter"

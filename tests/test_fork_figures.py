@@ -15,9 +15,11 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli import main
-from debate_engine.app.figures import totals
-from debate_engine.app.fork import (
+from debate_engine.app.cli.main import main
+from debate_engine.app.cli.progress import summary_line
+from debate_engine.app.reports.figures import totals
+from debate_engine.app.reports.markdown import render_report
+from debate_engine.app.store.forking import (
     Changes,
     fork_point,
     fork_settings,
@@ -25,8 +27,6 @@ from debate_engine.app.fork import (
     origin_of,
     write_fork,
 )
-from debate_engine.app.progress import summary_line
-from debate_engine.app.report import render_report
 
 PROBLEM = "Design a rate limiter"
 HOUR = 3600.0
@@ -222,7 +222,7 @@ def test_an_agent_added_at_a_fork_proposes_in_the_forks_first_round() -> None:
 def test_the_rows_by_agent_count_only_the_forks_own_calls(
     aged_fork: tuple[dict[str, Any], dict[str, Any]],
 ) -> None:
-    from debate_engine.app.figures import figures
+    from debate_engine.app.reports.figures import figures
 
     found = figures(aged_fork[1])
     assert sum(g["calls"] for g in found["by_agent"].values()) == 10

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.config.context import Context
 from debate_engine.config.resolve import ConfigError, resolve
 

@@ -14,7 +14,7 @@ import pytest
 from langgraph.types import Command
 
 from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
-from debate_engine.app.progress import Progress
+from debate_engine.app.cli.progress import Progress
 from tests.support.graph_runs import Prompts
 
 PROBLEM = "Design a rate limiter"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.commands.submit import _resolve_problems
-from debate_engine.app.fork import Changes, fork_settings
+from debate_engine.app.cli.main import main
+from debate_engine.app.cli.submit import _resolve_problems
+from debate_engine.app.store.forking import Changes, fork_settings
 from debate_engine.config.context import Context, context_dict
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import is_human

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from debate_engine import Context, RoundtableContext
-from debate_engine.app.probe import run_probe
-from debate_engine.app.probe_facts import make_facts
+from debate_engine.app.measure.probe.driver import run_probe
+from debate_engine.app.measure.probe.facts import make_facts
 from tests.support.openai_server import OpenAIServer
 from tests.support.oracle import Oracle
 

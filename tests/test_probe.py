@@ -8,10 +8,16 @@ from pathlib import Path
 import pytest
 
 from debate_engine import Context
-from debate_engine.app.cli import main
-from debate_engine.app.probe import run_probe
-from debate_engine.app.probe_facts import briefings, contains, landed, make_facts, reply_notes
-from debate_engine.app.probe_measure import render
+from debate_engine.app.cli.main import main
+from debate_engine.app.measure.probe.driver import run_probe
+from debate_engine.app.measure.probe.facts import (
+    briefings,
+    contains,
+    landed,
+    make_facts,
+    reply_notes,
+)
+from debate_engine.app.measure.probe.readings import render
 
 
 def test_facts_are_distinct_unguessable_and_spread_over_the_planting_rounds() -> None:
@@ -289,7 +295,7 @@ def test_the_report_says_what_the_fake_model_s_quiz_can_reach() -> None:
 
 
 def test_the_transcript_column_is_the_speaker_s_own_perspective_not_the_whole_transcript() -> None:
-    from debate_engine.app.probe_measure import turn_measures
+    from debate_engine.app.measure.probe.readings import turn_measures
     from tests.conftest import make_turn
 
     fact = make_facts(1, [1])[0]

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from debate_engine import Context, RoundtableContext
-from debate_engine.app.probe import digest, run_probe
-from debate_engine.app.probe_facts import make_facts
+from debate_engine.app.measure.probe.driver import digest, run_probe
+from debate_engine.app.measure.probe.facts import make_facts
 from debate_engine.config.resolve import resolve
 from debate_engine.prompts import load_prompt
 from tests.support.openai_server import OpenAIServer

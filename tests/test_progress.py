@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli import main
-from debate_engine.app.outputs import _parse_env
-from debate_engine.app.progress import CLEAR, Progress, expected_calls, summary_line
+from debate_engine.app.cli.main import main
+from debate_engine.app.cli.outputs import _parse_env
+from debate_engine.app.cli.progress import CLEAR, Progress, expected_calls, summary_line
 from tests.support.openai_server import OpenAIServer
 
 
@@ -302,7 +302,7 @@ def test_env_file_keys_reach_the_provider_and_are_never_printed(
             [
                 sys.executable,
                 "-m",
-                "debate_engine.app.cli",
+                "debate_engine.app.cli.main",
                 "run",
                 "--model",
                 "openai:test-model",
@@ -334,7 +334,7 @@ def test_env_file_keys_reach_the_provider_and_are_never_printed(
 def test_a_variable_already_set_wins_over_the_env_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from debate_engine.app.outputs import load_env_file
+    from debate_engine.app.cli.outputs import load_env_file
 
     env = tmp_path / "keys.env"
     env.write_text("DEBATE_MODEL=local:smollm2\nDEBATE_TEST_ONLY=yes\n")

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from debate_engine.app.cli import main as cli_main
-from debate_engine.app.commands.submit import parse_problems
-from debate_engine.app.commands.worker import handover_bound
-from debate_engine.app.persistence import ThreadBusy, lock_key
-from debate_engine.app.queue import HandedBack, Retry, new_job, server_of
+from debate_engine.app.cli.main import main as cli_main
+from debate_engine.app.cli.submit import parse_problems
+from debate_engine.app.cli.worker import handover_bound
+from debate_engine.app.store.database import ThreadBusy, lock_key
+from debate_engine.app.store.queue import HandedBack, Retry, new_job, server_of
 from debate_engine.config.resolve import ConfigError
 
 BASE = {
@@ -292,7 +292,7 @@ def test_a_job_stopped_before_setup_resumes_anywhere_with_its_own_settings() -> 
     from langgraph.checkpoint.memory import InMemorySaver
 
     from debate_engine import compile_debate
-    from debate_engine.app.queue import drive_thread
+    from debate_engine.app.store.queue import drive_thread
 
     saver, config = InMemorySaver(), {"configurable": {"thread_id": "t"}}
     stopped = compile_debate(

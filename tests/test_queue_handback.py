@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from procrastinate.job_context import AbortReason
 
-from debate_engine.app import queue
+from debate_engine.app.store import queue
 
 
 class Job:

@@ -14,7 +14,7 @@ import pytest
 
 from debate_engine.config.context import Context, RoundtableContext
 from debate_engine.config.resolve import ConfigError, resolve
-from debate_engine.config.roundtable import roundtable_params
+from debate_engine.config.roundtable_params import roundtable_params
 from debate_engine.memory import BudgetSplit, SummarizationSettings, make_budget, should_summarize
 from debate_engine.memory.budget import (
     HISTORY_HEADER,

@@ -13,7 +13,7 @@ import pytest
 from debate_engine.calls.spend import charge, empty_spend, judge_floor, worst_case
 from debate_engine.config.context import Context
 from debate_engine.config.resolve import ConfigError, resolve
-from debate_engine.nodes.spend import fits, judge_tools, left_for_judge
+from debate_engine.nodes.cap import fits, judge_tools, left_for_judge
 
 # --- the judge's floor ----------------------------------------------------------------------------------------
 

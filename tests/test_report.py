@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from debate_engine.app.report import export_state, render_report
+from debate_engine.app.reports.markdown import export_state, render_report
 
 
 def headings(markdown: str) -> list[tuple[int, str]]:
@@ -251,7 +251,7 @@ def test_the_figures_are_the_sums_worked_out_by_hand() -> None:
 def test_report_of_a_saved_json_or_thread_is_what_the_run_wrote(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from debate_engine.app.cli import main
+    from debate_engine.app.cli.main import main
 
     state, written = tmp_path / "debate.json", tmp_path / "run.md"
     assert (
@@ -294,7 +294,7 @@ def test_report_of_a_saved_json_or_thread_is_what_the_run_wrote(
 def test_a_roundtable_report_shows_every_turn_and_the_moderation(
     order: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from debate_engine.app.cli import main
+    from debate_engine.app.cli.main import main
 
     state, written = tmp_path / "rt.json", tmp_path / "rt.md"
     assert (

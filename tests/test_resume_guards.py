@@ -73,10 +73,10 @@ def test_a_second_process_on_a_running_thread_is_refused(tmp_path: Path) -> None
 
 
 def test_python_dash_m_reports_a_missing_thread_like_the_script(tmp_path: Path) -> None:
-    """``python -m debate_engine.app.cli`` must map errors to exit codes exactly as the ``debate`` script does."""
+    """``python -m debate_engine.app.cli.main`` must map errors to exit codes exactly as the ``debate`` script does."""
     db = tmp_path / "d.sqlite"
     result = subprocess.run(
-        [sys.executable, "-m", "debate_engine.app.cli", "resume", "nope", "--db", str(db)],
+        [sys.executable, "-m", "debate_engine.app.cli.main", "resume", "nope", "--db", str(db)],
         capture_output=True,
         text=True,
         timeout=120,

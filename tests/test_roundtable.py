@@ -144,7 +144,7 @@ def test_an_identifier_once_in_the_facets_stays_in_the_registry() -> None:
 
 
 def test_the_judge_and_the_report_are_shown_what_every_summary_recorded() -> None:
-    from debate_engine.app.report import render_report
+    from debate_engine.app.reports.markdown import render_report
     from debate_engine.nodes.synthesize import plan
 
     graph = compile_roundtable()
@@ -241,7 +241,7 @@ def _gap_run(model: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 def test_turns_that_fit_neither_tier_are_announced_exactly_when_summaries_fail() -> None:
-    from debate_engine.app.progress import Progress
+    from debate_engine.app.cli.progress import Progress
 
     events, values = _gap_run("fake:fail=summaries,words=120")
     spoken = {t["round"]: t for t in values["transcript"] if t["kind"] == "message"}

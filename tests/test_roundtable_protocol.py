@@ -17,9 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
-from debate_engine.app.cli import _parser, main
-from debate_engine.app.commands import submit
-from debate_engine.app.queue import drive_thread, new_job
+from debate_engine.app.cli import submit
+from debate_engine.app.cli.main import _parser, main
+from debate_engine.app.store.queue import drive_thread, new_job
 
 TEAM = {"model": "fake:words=10", "agents": "kiss,security"}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from debate_engine.app.cli import main
+from debate_engine.app.cli.main import main
 from debate_engine.providers.local_server import free_port
 from debate_engine.providers.secrets import redact
 

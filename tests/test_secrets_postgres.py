@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from debate_engine.app.cli import main
-from debate_engine.app.persistence import athread_busy, athread_lock
+from debate_engine.app.cli.main import main
+from debate_engine.app.store.database import athread_busy, athread_lock
 from tests.integration.conftest import NoPostgres, fresh_database, server_bindir, temporary_postgres
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]

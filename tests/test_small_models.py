@@ -10,7 +10,7 @@ import pytest
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.evaluate import Evaluation
+from debate_engine.app.measure.evaluate import Evaluation
 from debate_engine.calls.schemas import schema_problems
 from debate_engine.nodes.moderate import next_speaker_schema
 from debate_engine.nodes.summarize import summary_schema

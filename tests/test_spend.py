@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.estimate import estimate
+from debate_engine.app.measure.estimate import estimate
 from debate_engine.config.resolve import ConfigError, resolve
 from debate_engine.providers.prices import cost, price_of
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app import runner
-from debate_engine.app.cli import main
-from debate_engine.app.errors import EXIT_PROVIDER
+from debate_engine.app.cli import runner
+from debate_engine.app.cli.exit_codes import EXIT_PROVIDER
+from debate_engine.app.cli.main import main
 from debate_engine.providers import local_server
 from debate_engine.providers.local_server import LocalModelError
 
@@ -21,9 +21,9 @@ import ssl, sys
 loads = []
 load = ssl.SSLContext.load_verify_locations
 ssl.SSLContext.load_verify_locations = lambda self, *a, **k: (loads.append(1), load(self, *a, **k))[1]
-from debate_engine.app.commands.run import context_from_args
-from debate_engine.app.cli import _parser
-from debate_engine.app.runner import graph_for
+from debate_engine.app.cli.run import context_from_args
+from debate_engine.app.cli.main import _parser
+from debate_engine.app.cli.runner import graph_for
 from debate_engine.providers.factory import chat_model
 context = context_from_args(_parser().parse_args(["run", "--model", "openai:gpt-4o", "p"]))
 graph_for(context, None)

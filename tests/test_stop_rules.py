@@ -153,8 +153,8 @@ def test_a_threshold_that_cannot_work_is_refused(
 def test_the_report_and_the_final_line_say_what_the_judge_checked(
     server: OpenAIServer, tmp_path: Path
 ) -> None:
-    from debate_engine.app.report import render_report
-    from debate_engine.app.verdict_report import verdict_line
+    from debate_engine.app.reports.markdown import render_report
+    from debate_engine.app.reports.verdict_section import verdict_line
 
     server.tool_args = Judge(
         [

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from debate_engine.app.cli import main
-from debate_engine.app.errors import EXIT_INPUT, EXIT_STORAGE
+from debate_engine.app.cli.exit_codes import EXIT_INPUT, EXIT_STORAGE
+from debate_engine.app.cli.main import main
 
 RUN = [
     "run",

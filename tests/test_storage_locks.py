@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from debate_engine.app.persistence import ThreadBusy, athread_busy, athread_lock
+from debate_engine.app.store.database import ThreadBusy, athread_busy, athread_lock
 
 
 async def ticks_while(work: Any) -> int:

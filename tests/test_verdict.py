@@ -172,8 +172,8 @@ def test_a_change_toward_the_majority_after_a_critique_is_recorded_as_conformity
 def test_the_report_shows_positions_by_round_and_the_verdict_with_every_dissent(
     server: OpenAIServer, tmp_path: Path
 ) -> None:
-    from debate_engine.app.report import render_report
-    from debate_engine.app.verdict_report import verdict_line
+    from debate_engine.app.reports.markdown import render_report
+    from debate_engine.app.reports.verdict_section import verdict_line
 
     server.tool_args = Script({"kiss": ["A", "B"], "security": ["B"], "testing": ["B", "C"]})
     values = debate(tmp_path, "kiss,security,testing", 1, synthesisMethod="voting")
@@ -202,7 +202,7 @@ def test_without_the_full_history_the_judge_sees_the_final_round_only(
 def test_the_final_lines_and_show_print_the_verdict(
     server: OpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from debate_engine.app.cli import main
+    from debate_engine.app.cli.main import main
 
     server.tool_args = Script({"kiss": ["7"], "security": ["7"], "testing": ["8"]})
     path = tmp_path / "debate.json"

@@ -20,7 +20,7 @@ def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "debate_engine.app.cli",
+            "debate_engine.app.cli.main",
             "run",
             "--model",
             "local:smollm2",
@@ -69,7 +69,7 @@ def test_the_demo_debate_reads_well_on_the_embedded_model(tmp_path: Path) -> Non
         [
             sys.executable,
             "-m",
-            "debate_engine.app.cli",
+            "debate_engine.app.cli.main",
             "run",
             "--model",
             "local:smollm2",

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 def test_a_debate_runs_lists_and_shows_on_postgres(postgres_url: str, tmp_path: Path) -> None:
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "debate_engine.app.cli", *args, "--db", postgres_url],
+            [sys.executable, "-m", "debate_engine.app.cli.main", *args, "--db", postgres_url],
             capture_output=True,
             text=True,
             timeout=120,
@@ -56,7 +56,7 @@ def test_processes_opening_a_fresh_database_at_once_migrate_it_one_at_a_time(
 
     url = fresh_database(postgres_server)
     script = (
-        "import asyncio, sys\nfrom debate_engine.app.persistence import open_checkpointer\n"
+        "import asyncio, sys\nfrom debate_engine.app.store.database import open_checkpointer\n"
         "async def main():\n    async with open_checkpointer(sys.argv[1]):\n        pass\n"
         "asyncio.run(main())\n"
     )

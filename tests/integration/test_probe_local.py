@@ -19,7 +19,7 @@ def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "debate_engine.app.cli",
+            "debate_engine.app.cli.main",
             "probe",
             "--model",
             "local:smollm2",

@@ -22,7 +22,9 @@ import pytest
 def debate_command() -> list[str]:
     """Return the installed console script next to this interpreter (what users run)."""
     script = Path(sys.executable).parent / "debate"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "debate_engine.app.cli"]
+    return (
+        [str(script)] if script.exists() else [sys.executable, "-m", "debate_engine.app.cli.main"]
+    )
 
 
 def cli_env(**extra: str) -> dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from debate_engine.app.probe_facts import Fact
+from debate_engine.app.measure.probe.facts import Fact
 from debate_engine.memory.budget import TASK_HEADER
 from debate_engine.prompts import load_prompt
 from tests.support.fake_replies import VOCAB, reply_words, text_of

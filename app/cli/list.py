@@ -1,0 +1,146 @@
+"""``debate list``: the stored debates, newest first, from one small record per thread."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.outputs import add_db, db_of
+
+COLUMNS = (
+    "thread",
+    "updated",
+    "status",
+    "round",
+    "phase",
+    "turns",
+    "tokens",
+    "cost",
+    "problem",
+    "forked from",
+)
+"""The fork's origin comes last: a script that reads the first nine columns reads what it always read."""
+DEFAULT_LIMIT = 20
+
+
+def register(sub: Any) -> None:
+    listing = sub.add_parser(
+        "list",
+        help="list stored debates, newest first",
+        description="List the stored debates, the most recently updated first.",
+    )
+    listing.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"show the newest N (default {DEFAULT_LIMIT})",
+    )
+    listing.add_argument("--all", action="store_true", help="show every debate")
+    listing.add_argument(
+        "--json", action="store_true", help="one JSON object per line, every field named"
+    )
+    add_db(listing)
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.cli.runner import run_until_signal
+    from debate_engine.providers.secrets import redact
+
+    if args.limit < 1 and not args.all:
+        raise UserError(f"--limit {args.limit}: show at least 1 debate, or every one with --all")
+    rows = sorted(
+        run_until_signal(rows_of(db_of(args))), key=lambda r: r["updated_at"], reverse=True
+    )
+    if not rows:
+        print("no debates yet; start one with `debate run PROBLEM`", file=sys.stderr)
+        return EXIT_OK
+    shown = rows if args.all else rows[: args.limit]
+    if args.json:
+        for row in shown:
+            print(redact(json.dumps(row, ensure_ascii=False)))
+    else:
+        print("\t".join(COLUMNS))
+        for row in shown:
+            print(redact("\t".join(_cells(row))))
+    if len(shown) < len(rows):
+        print(
+            f"the newest {len(shown)} of {len(rows)} debates; --all shows every one",
+            file=sys.stderr,
+        )
+    return EXIT_OK
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    """Return a row as the table prints it: tokens and cost name the cached prompt tokens and the saving when any."""
+    from debate_engine.app.store.forking import origin_text  # a fork's origin as THREAD@rK
+
+    updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
+    tokens, cost = str(row["tokens"]), f"${row['cost']:.4f}"
+    if row[
+        "cached_tokens"
+    ]:  # only where the provider reported a prompt cache, so other rows stay plain numbers
+        tokens, cost = (
+            f"{tokens} ({row['cached_tokens']} cached)",
+            f"{cost} (saved ${row['saved']:.4f})",
+        )
+    return [
+        row["thread"],
+        updated,
+        row["status"],
+        f"{row['round']}/{row['rounds']}",
+        row["phase"],
+        str(row["turns"]),
+        tokens,
+        cost,
+        " ".join(row["problem"].split())[:60],
+        origin_text(row["forked_from"]) or "-",
+    ]
+
+
+async def rows_of(db: str) -> list[dict[str, Any]]:
+    """One row per thread: its newest checkpoint's status record, never the whole debate."""
+    from debate_engine.app.store.database import (
+        athread_busy,
+        open_checkpointer,
+        status_of,
+        thread_ids,
+    )
+
+    rows: list[dict[str, Any]] = []
+    async with open_checkpointer(db) as saver:
+        for thread in await thread_ids(saver):
+            status, waiting = await status_of(saver, thread)
+            if not status:
+                continue
+            state = (
+                "done"
+                if status["phase"] == "done"
+                else "waiting for answers"
+                if waiting
+                else "running"
+                if await athread_busy(db, thread)
+                else "interrupted"
+            )
+            rows.append(
+                {
+                    "thread": thread,
+                    "updated_at": status["updated_at"],
+                    "status": state,
+                    "round": status["round"],
+                    "rounds": status["rounds"],
+                    "phase": status["phase"],
+                    "turns": status["turns"],
+                    "tokens": status.get("tokens", 0),
+                    "cost": status.get("cost", 0.0),
+                    "cached_tokens": status.get("cached_tokens", 0),
+                    "saved": status.get("saved", 0.0),
+                    "forked_from": status.get("forked_from"),
+                    "problem": status["problem"],
+                }
+            )
+    return rows

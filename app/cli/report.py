@@ -1,0 +1,95 @@
+"""``debate report``: the Markdown report of a saved debate, as ``--report`` writes it during a run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
+from debate_engine.app.cli.outputs import add_db, check_outputs
+
+
+def register(sub: Any) -> None:
+    report = sub.add_parser("report", help="write the Markdown report of a saved debate")
+    add_source(report)
+    report.add_argument("--output", help="write the report here (default: stdout)")
+    add_db(report)
+
+
+def add_source(parser: argparse.ArgumentParser) -> None:
+    """Which debate: a run's ``--output`` JSON, or a stored thread."""
+    parser.add_argument(
+        "source",
+        nargs="?",
+        metavar="DEBATE.json|THREAD",
+        help="a run's --output JSON file, or the thread id of a stored debate",
+    )
+    parser.add_argument("--thread", help="the thread id of a debate stored in --db")
+
+
+def load_export(path: str) -> dict[str, Any]:
+    """Return a debate's values from the JSON ``debate run --output FILE.json`` wrote."""
+    import json
+
+    from debate_engine.app.reports.markdown import values_from_export
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("transcript"), list)
+        or "problem" not in data
+    ):
+        raise UserError(
+            f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes"
+        )
+    return values_from_export(data)
+
+
+def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """Return the debate named by ``source`` or ``--thread``, and how to name it: the file's path or ``thread:ID``."""
+    from debate_engine.app.cli.runner import run_until_signal
+    from debate_engine.app.cli.show import stored_values
+
+    if args.source and args.thread:
+        raise UserError("name one debate: a DEBATE.json file or --thread ID, not both")
+    if not (args.source or args.thread):
+        raise UserError(
+            "name the debate: a DEBATE.json file (from `debate run --output`) or --thread ID"
+        )
+    if args.source and (Path(args.source).is_file() or args.source.endswith(".json")):
+        return load_export(args.source), args.source
+    thread = args.thread or args.source
+    values = run_until_signal(stored_values(argparse.Namespace(thread=thread, db=args.db)))
+    return values, f"thread:{thread}"
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.reports.charts import report_files
+    from debate_engine.app.reports.markdown import render_report
+    from debate_engine.providers.secrets import redact
+
+    check_outputs(args)
+    values, _ = debate_of(args)
+    if not args.output:
+        sys.stdout.write(redact(render_report(values)))
+        return EXIT_OK
+    for path, text in report_files(values, args.output, lambda: render_report(values)):
+        try:
+            Path(path).write_text(redact(text()), encoding="utf-8")
+        except OSError as exc:  # the folder was checked first; the disk may have filled since
+            raise OutputFailed(
+                f"cannot write {path} ({exc.strerror or exc}); the debate is unchanged: write "
+                "the report elsewhere with --output FILE"
+            ) from None
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""``debate resume``: continue a stopped, failed or killed debate from its last checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.outputs import (
+    THREAD_HELP,
+    add_db,
+    add_outputs,
+    add_progress,
+    check_outputs,
+    db_of,
+    finish,
+    load_env_file,
+    say,
+    where,
+)
+
+
+def register(sub: Any) -> None:
+    resume = sub.add_parser(
+        "resume",
+        help="continue an interrupted, failed or killed debate",
+        description="Continue a stored debate from its last checkpoint, with the settings it "
+        "started with.",
+    )
+    resume.add_argument("thread", metavar="THREAD", help=THREAD_HELP)
+    add_progress(resume)
+    add_outputs(resume)
+    add_db(resume)
+
+
+def main(args: argparse.Namespace) -> int:
+    from debate_engine.app.cli.runner import run_until_signal
+
+    load_env_file(args.env_file)
+    check_outputs(args)
+    return run_until_signal(_resume(args))
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    from debate_engine.app.cli.progress import Progress
+    from debate_engine.app.cli.runner import drive, graph_for, protocol_of
+    from debate_engine.app.store.database import athread_lock, open_checkpointer
+    from debate_engine.graph.builder import compile_debate
+
+    db = db_of(args)
+    async with open_checkpointer(db) as saver:
+        graph = compile_debate(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": args.thread}}
+        async with athread_lock(db, args.thread):
+            snapshot = await graph.aget_state(config)
+            if not snapshot.values:
+                raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")
+            if snapshot.values.get("solution"):
+                say(args, f"debate {args.thread} is already finished")
+                return finish(snapshot.values, args)
+            say(args, f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}")
+            graph = graph_for(
+                protocol_of(snapshot.values), saver
+            )  # the roundtable resumes on its own graph
+            progress = Progress(args.quiet, args.verbose)
+            progress.resume(snapshot.values)
+            try:
+                snapshot = await drive(graph, None, config, None, progress)
+            finally:
+                progress.close()
+    try:
+        return finish(snapshot.values, args)
+    finally:
+        progress.finish(snapshot.values)

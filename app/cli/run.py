@@ -1,0 +1,358 @@
+"""``debate run``: start a new debate and drive it to its end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.outputs import (
+    add_db,
+    add_outputs,
+    add_progress,
+    check_outputs,
+    db_of,
+    finish,
+    load_env_file,
+)
+
+MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge; else each agent's "model" in
+  --config; else $DEBATE_MODEL; else openai:gpt-4o-mini when OPENAI_API_KEY is set; else
+  openrouter:openai/gpt-4o-mini when OPENROUTER_API_KEY is set; else local:smollm2, the embedded
+  model (no key, no network; its server takes about 20 s to start)"""
+
+
+def epilog() -> str:
+    """Return the roles and how the model is chosen: what ``--agents`` and ``--model`` leave to the defaults."""
+    from debate_engine.prompts import role_names
+
+    return (
+        f"roles: {', '.join(role_names())}\n  (in --config, an agent may bring its own prompt: "
+        f"systemPromptPath)\n{MODEL_CHOICE}"
+    )
+
+
+def protocol(value: str) -> str:
+    """``--protocol``: ``phases`` as the state, the JSON and the events name it; ``phase`` still accepted."""
+    return "phases" if value == "phase" else value
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a new debate",
+        description="Run a new debate: agents propose, critique "
+        "and refine,\nround after round; then the judge synthesizes.",
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_run_options(run)
+    run.add_argument(
+        "--protocol",
+        type=protocol,
+        choices=["phases", "roundtable"],
+        default="phases",
+        help="phases: propose, critique, refine per round (default; 'phase' also works); roundtable: "
+        "one speaker per turn",
+    )
+    run.add_argument("--turns", type=int, help="roundtable: most turns (1 to 10,000; default 100)")
+    run.add_argument(
+        "--order",
+        choices=["round-robin", "moderator"],
+        help="roundtable: who speaks next (default round-robin)",
+    )
+    run.add_argument(
+        "--summary-every",
+        type=int,
+        help="roundtable: fold the oldest turns in every N turns (default 50)",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the projected tokens and cost; calls no model and needs no API key",
+    )
+    run.add_argument(
+        "--human",
+        action="append",
+        metavar="NAME",
+        help="seat a person called NAME beside the agents "
+        "(repeatable); each of their turns shows its task and view here and reads the answer from "
+        "stdin (ended by a line '.') or $EDITOR",
+    )
+    add_progress(run)
+    add_outputs(run)
+    add_db(run)
+
+
+def add_run_options(run: argparse.ArgumentParser) -> None:
+    """Add the problem and the run settings ``debate run`` and ``debate submit`` share."""
+    run.add_argument("problem", nargs="?", help="the problem to debate")
+    run.add_argument("--problem-file", help="read the problem from this file")
+    run.add_argument("--config", help="JSON config file in the seed schema (default: none)")
+    run.add_argument(
+        "--agents",
+        help="comma-separated roles, or ids/roles of the config's agents "
+        "(default: the config's agents, else architect,performance,security)",
+    )
+    run.add_argument(
+        "--rounds", type=int, help="number of rounds, 1 to 10,000 (default: the config's, else 3)"
+    )
+    run.add_argument(
+        "--model",
+        help="model for every agent and the judge: openai:NAME, openrouter:NAME, "
+        "local:smollm2 or fake (default: see how the model is chosen, below)",
+    )
+    run.add_argument(
+        "--clarify", action="store_true", help="let agents ask clarifying questions first"
+    )
+    run.add_argument(
+        "--max-questions",
+        type=int,
+        help="with --clarify: most questions per agent, 0 to 20 (default: the config's, else 3)",
+    )
+    run.add_argument("--thread-id", help="id to store the debate under (default: a new one)")
+    run.add_argument(
+        "--max-output-tokens",
+        type=int,
+        help="tokens reserved for each answer (default: the "
+        "config's, else 1024; 192 on the embedded model)",
+    )
+    run.add_argument(
+        "--context-window",
+        type=int,
+        help="context window in tokens (default: the config's, else "
+        "the model's known window, else 8192)",
+    )
+    run.add_argument(
+        "--max-concurrency",
+        type=int,
+        help="most calls at once per provider (default: the "
+        "config's, else no limit; the embedded model: one)",
+    )
+    run.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="each model's deadline for one answer, its "
+        "client's retries included; a fallback model gets its own (default 120)",
+    )
+    run.add_argument(
+        "--summary-method",
+        choices=["rolling", "fresh"],
+        help="summary strategy (default: the config's, else rolling)",
+    )
+    run.add_argument("--no-summary", action="store_true", help="never summarize")
+    run.add_argument(
+        "--max-tokens",
+        type=int,
+        help="spend cap: most prompt + completion tokens over every call "
+        "(default: the config's, else none)",
+    )
+    run.add_argument(
+        "--max-cost",
+        type=float,
+        help="spend cap in US dollars, priced with genai-prices (default: the config's, else none)",
+    )
+
+
+def problem_of(args: argparse.Namespace) -> str:
+    """Return the problem from the argument or ``--problem-file``, redacted.
+
+    It is stored in every checkpoint and shown by ``list``, ``show`` and the
+    report; no debate needs the password of a URL quoted in it.
+    """
+    from debate_engine.providers.secrets import redact
+
+    if args.problem_file:
+        try:
+            text = Path(args.problem_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(
+                f"cannot read problem file {args.problem_file}: {exc.strerror or exc}"
+            ) from None
+        except UnicodeDecodeError:
+            raise UserError(
+                f"problem file {args.problem_file} is not UTF-8 text; save it as UTF-8"
+            ) from None
+    else:
+        text = args.problem or ""
+    if not text.strip():
+        raise UserError("no problem given; pass it as an argument or with --problem-file FILE")
+    return redact(text.strip())
+
+
+def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any:
+    """Return the run's context from the flags, resolved once here so every mistake shows before any call.
+
+    ``credentials`` False leaves API keys unchecked: a dry run calls no model, so it needs none.
+    """
+    from debate_engine.config.context import Context, RoundtableContext
+
+    fields = context_fields(args)
+    if getattr(args, "protocol", "phases") == "roundtable":
+        return checked_context(
+            RoundtableContext(
+                **fields, turns=args.turns, order=args.order or "", summary_every=args.summary_every
+            ),
+            credentials,
+        )
+    if (
+        getattr(args, "turns", None)
+        or getattr(args, "order", None)
+        or getattr(args, "summary_every", None)
+    ):
+        raise UserError(
+            "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
+        )
+    return checked_context(Context(**fields), credentials)
+
+
+def context_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """Return the run flags as ``Context`` fields (a config file's path made absolute)."""
+    if args.config is not None and not args.config.strip():
+        raise UserError(
+            "--config '': the path is empty; give a config file, or leave --config out to debate with "
+            "the default agents (architect, performance, security)"
+        )
+    if args.config and not _is_file(args.config):
+        raise UserError(f"config file {args.config} does not exist; check the path")
+    return dict(
+        model=args.model or "",
+        agents=args.agents or "",
+        humans=",".join(getattr(args, "human", None) or []),
+        rounds=args.rounds,
+        config_file=str(Path(args.config).resolve()) if args.config else "",
+        clarify=args.clarify,
+        max_output_tokens=args.max_output_tokens,
+        context_window=args.context_window,
+        max_concurrency=args.max_concurrency,
+        timeout_s=args.timeout,
+        summary_method=args.summary_method or "",
+        summarize=False if args.no_summary else None,
+        max_tokens=args.max_tokens,
+        max_cost=args.max_cost,
+        **(
+            {"max_questions": args.max_questions}
+            if getattr(args, "max_questions", None) is not None
+            else {}
+        ),
+    )
+
+
+def _is_file(path: str) -> bool:
+    """Return True for a file that exists; a name too long for the file system is an input error, not a traceback."""
+    try:
+        return Path(path).is_file()
+    except OSError as exc:
+        raise UserError(f"config file {path}: {exc.strerror}; check the path") from None
+
+
+def checked_context(context: Any, credentials: bool = True) -> Any:
+    """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
+    from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
+    from debate_engine.providers.factory import check_credentials
+
+    settings = resolve(context)  # raises ConfigError listing every problem
+    for profile in (*settings["agents"], settings["judge"]) if credentials else ():
+        if not is_human(profile):  # a person's seat has no model, so no key
+            check_credentials(
+                profile["model"]
+            )  # a missing API key is an input error, found before any call
+    return context
+
+
+def people(context: Any) -> list[str]:
+    """Return the seats persons take in this run."""
+    from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
+
+    return [a["id"] for a in resolve(context)["agents"] if is_human(a)]
+
+
+def main(args: argparse.Namespace) -> int:
+    load_env_file(args.env_file)
+    problem = problem_of(args)
+    check_outputs(args)
+    context = context_from_args(args, credentials=not args.dry_run)
+    if args.dry_run:
+        from debate_engine.app.measure.estimate import estimate, render_estimate
+
+        if seated := people(context):
+            raise UserError(
+                f"--dry-run cannot project a debate with a person at the table ({', '.join(seated)}): "
+                "their turns wait for answers; leave --human (and human seats) out to project the "
+                "agents' spend"
+            )
+
+        print(render_estimate(estimate(context, problem)))
+        return 0
+    start_embedded_model(args, context)
+    from debate_engine.app.cli.runner import (
+        run_until_signal,
+    )  # LangGraph's imports: the embedded model loads meanwhile
+
+    args.thread_id = (
+        args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    )
+    return run_until_signal(_run(args, problem, context))
+
+
+def start_embedded_model(args: argparse.Namespace, context: Any) -> None:
+    """Start the embedded model's server now when a seat's model is it, settings checked, nothing else started yet.
+
+    Its load (seconds) then overlaps the imports and the graph's build (about a second) instead of following them.
+    """
+    from debate_engine.config.resolve import resolve
+    from debate_engine.config.settings import is_human
+    from debate_engine.providers.factory import default_model, provider_of
+    from debate_engine.providers.local_server import start_server
+
+    every_seat = args.model or (
+        "" if args.config else default_model()
+    )  # without a config file, one model for all
+    if every_seat and provider_of(every_seat) != "local":
+        return  # known without resolving the settings again
+
+    settings = resolve(context)
+    if any(
+        provider_of(p["model"]) == "local"
+        for p in (*settings["agents"], settings["judge"])
+        if not is_human(p)
+    ):
+        start_server()
+
+
+async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
+    from debate_engine.app.cli.progress import Progress
+    from debate_engine.app.cli.runner import drive, graph_for
+    from debate_engine.app.store.database import athread_lock, open_checkpointer
+    from debate_engine.config.context import context_dict
+
+    db = db_of(args)
+    async with open_checkpointer(db) as saver:
+        graph = graph_for(context, saver)
+        config: Any = {"configurable": {"thread_id": args.thread_id}}
+        async with athread_lock(db, args.thread_id):
+            if (await graph.aget_state(config)).values:
+                raise UserError(
+                    f"thread {args.thread_id} already holds a debate; use `debate resume "
+                    f"{args.thread_id}` or another --thread-id"
+                )
+            if not args.quiet:
+                print(f"debate {args.thread_id}", file=sys.stderr)
+            progress = Progress(args.quiet, args.verbose)
+            try:
+                # The settings travel with the input too: a stop before setup finishes resumes with them.
+                payload = {"problem": problem, "context": context_dict(context)}
+                snapshot = await drive(graph, payload, config, context, progress)
+            finally:
+                progress.close()
+    try:
+        return finish(snapshot.values, args)
+    finally:
+        progress.finish(snapshot.values)

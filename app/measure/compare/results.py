@@ -1,0 +1,178 @@
+"""What a comparison found, per protocol: accuracy and its interval, cost per task and per right answer,
+the paired test against ``vote``, and for the debates the flip matrix and confidently wrong consensus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from debate_engine.app.measure.compare import stats
+
+MULTI_TURN = ("debate", "debate-vote", "roundtable")
+"""The protocols whose agents answer more than once: the only ones with flips."""
+
+
+def summarise(
+    protocol: str,
+    label: str,
+    runs: list[dict[str, Any]],
+    baseline: list[dict[str, Any]] | None,
+    planned: int | None = None,
+) -> dict[str, Any]:
+    """One protocol's figures from its scored runs; ``baseline`` is the vote's runs, paired by task.
+
+    ``planned`` is the runs asked for (tasks times seeds): those a spend cap stopped or never
+    started are left out, never scored, and counted as such.
+    """
+    correct = [bool(r["correct"]) for r in runs]
+    hits, tokens, cost = sum(correct), sum(r["tokens"] for r in runs), sum(r["cost"] for r in runs)
+    low, high = stats.accuracy_interval(correct, [str(r["task"]) for r in runs])
+    n = len(runs) or 1
+    found: dict[str, Any] = {
+        "protocol": protocol,
+        "label": label,
+        "runs": len(runs),
+        "correct": hits,
+        "left_out": max(0, (planned or len(runs)) - len(runs)),
+        "accuracy": stats.accuracy(correct),
+        "interval": [low, high],
+        "tokens_per_task": tokens / n,
+        "cost_per_task": cost / n,
+        "tokens_per_correct": stats.per_correct(tokens, hits),
+        "cost_per_correct": stats.per_correct(cost, hits),
+        "wall_s_per_task": sum(r["wall_s"] for r in runs) / n,
+    }
+    if baseline is not None:
+        found["vs_vote"] = versus(runs, baseline)
+    if protocol in MULTI_TURN:
+        found["flips"] = stats.flip_matrix(
+            [(bool(a), bool(b)) for r in runs for a, b in r["flips"]]
+        )
+        found["confidently_wrong_consensus"] = stats.confidently_wrong(runs)
+    return found
+
+
+def versus(runs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> dict[str, Any]:
+    """Return the protocol against the vote on the tasks both answered: McNemar's test and the difference.
+
+    A task is one pair whatever its seeds: each side's seeds are combined into the task's share of
+    right runs first, so repeating a task's result over seeds never makes it look surer.
+    """
+    ours = stats.by_task([float(r["correct"]) for r in runs], [str(r["task"]) for r in runs])
+    theirs = stats.by_task(
+        [float(r["correct"]) for r in baseline], [str(r["task"]) for r in baseline]
+    )
+    both = [task for task in ours if task in theirs]
+    differences = [ours[task] - theirs[task] for task in both]
+    low, high = stats.bootstrap_interval(differences, tasks=both)
+    test = stats.mcnemar([ours[task] for task in both], [theirs[task] for task in both])
+    return {
+        **test,
+        "paired": "tasks",
+        "tasks": len(both),
+        "difference": sum(differences) / len(both) if both else 0.0,
+        "interval": [low, high],
+    }
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+HEADER = (
+    "| protocol | accuracy (95% CI) | tokens/task | $/task | tokens/correct | $/correct | s/task "
+    "| vs vote by task (won/lost, p; difference, 95% CI) | flips w→r / r→w / r→r / w→w "
+    "| confidently wrong consensus |"
+)
+METHOD = (
+    "Accuracy intervals: Wilson score, corrected at the edges, counting tasks (a task's seeds "
+    "are not independent draws). vs vote pairs tasks, a task's seeds combined first: McNemar's "
+    "exact test of the tasks each protocol did better on, and the difference in accuracy with a "
+    "bootstrap interval that resamples whole tasks."
+)
+"""How the figures were computed, printed under every table."""
+
+
+def markdown(summaries: list[dict[str, Any]], title: str, notes: list[str] | None = None) -> str:
+    """Return the comparison as a Markdown table, one row per protocol; how it was computed; ``notes``."""
+    rows = [f"## {title}", "", HEADER, "|" + "---|" * 10, *(_row(s) for s in summaries)]
+    return "\n".join([*rows, "", METHOD, *(notes or [])]) + "\n"
+
+
+def _row(summary: dict[str, Any]) -> str:
+    """One protocol's row of the table."""
+    flips = summary.get("flips")
+    consensus = summary.get("confidently_wrong_consensus")
+    cells = [
+        summary["label"],
+        _accuracy(summary),
+        _count(summary["tokens_per_task"]),
+        _money(summary["cost_per_task"]),
+        _count(summary["tokens_per_correct"]),
+        _money(summary["cost_per_correct"]),
+        f"{summary['wall_s_per_task']:.2f}",
+        _versus(summary.get("vs_vote")),
+        " / ".join(str(v) for v in flips.values()) if flips else "-",
+        "-" if consensus is None else f"{consensus:.3f}",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _accuracy(summary: dict[str, Any]) -> str:
+    """``0.650 (0.433-0.819), 13/20``, and how many runs a spend cap left out."""
+    low, high = summary["interval"]
+    text = f"{summary['accuracy']:.3f} ({low:.3f}-{high:.3f})" if summary["runs"] else "-"
+    text += f", {summary['correct']}/{summary['runs']}"
+    left_out = summary.get("left_out", 0)
+    return text + (f"; {left_out} left out" if left_out else "")
+
+
+def _versus(found: dict[str, Any] | None) -> str:
+    """``3/1, p=0.625; +0.100 (-0.050 to +0.250)``: the tasks won and lost, and the difference."""
+    if not found or not found["tasks"]:
+        return "-"
+    low, high = found["interval"]
+    return (
+        f"{found['wins']}/{found['losses']}, p={found['p']:.3g}; "
+        f"{found['difference']:+.3f} ({low:+.3f} to {high:+.3f})"
+    )
+
+
+def svg(summaries: list[dict[str, Any]], width: int = 560, height: int = 360) -> str:
+    """Accuracy with its interval against tokens per task, one labelled point per protocol, as plain SVG."""
+    left, right, top, bottom = 60, 20, 20, 50
+    most = max([s["tokens_per_task"] for s in summaries] + [1.0]) * 1.1
+
+    def x(tokens: float) -> float:
+        return left + (width - left - right) * tokens / most
+
+    def y(share: float) -> float:
+        return top + (height - top - bottom) * (1 - share)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+        'font-size="12">',
+        f'<line x1="{left}" y1="{y(0)}" x2="{width - right}" y2="{y(0)}" stroke="black"/>',
+        f'<line x1="{left}" y1="{y(0)}" x2="{left}" y2="{y(1)}" stroke="black"/>',
+        f'<text x="{(width + left) / 2}" y="{height - 10}" text-anchor="middle">tokens per task</text>',
+        f'<text x="15" y="{y(0.5)}" transform="rotate(-90 15 {y(0.5)})" text-anchor="middle">accuracy</text>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(f'<text x="{left - 6}" y="{y(tick) + 4}" text-anchor="end">{tick:.2f}</text>')
+    for tick in (0.0, most / 2, most):
+        parts.append(f'<text x="{x(tick)}" y="{y(0) + 16}" text-anchor="middle">{tick:,.0f}</text>')
+    for s in summaries:
+        px, (low, high) = x(s["tokens_per_task"]), s["interval"]
+        parts += [
+            f'<line x1="{px}" y1="{y(low)}" x2="{px}" y2="{y(high)}" stroke="steelblue" stroke-width="2"/>',
+            f'<circle cx="{px}" cy="{y(s["accuracy"])}" r="4" fill="steelblue"/>',
+            f'<text x="{px + 7}" y="{y(s["accuracy"]) - 6}">{_escape(s["label"])}</text>',
+        ]
+    return "\n".join([*parts, "</svg>"]) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,1 @@
+"""The memory probe: plant facts in a debate, then measure where each one survives."""

@@ -1,0 +1,140 @@
+"""The memory probe: plant facts in a debate, then measure where each one survives, round by round.
+
+Tiers: the agent's own perspective (the turns it is entitled to, always kept),
+the summary each turn's view points to, every prompt as sent (a search of the
+exact prompt text, captured from the model calls), and the judge's view at the
+end. Then a quiz: each agent answers questions about the facts from its final
+view; an answer counts when it holds the fact's exact value. On the ``fake``
+model the quiz measures only whether the value was in the prompt, and at most
+as many facts as the fake model repeats identifiers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import time
+from typing import Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+from debate_engine.app.measure.probe.facts import Fact, briefings, landed, reply_notes
+from debate_engine.app.measure.probe.readings import (
+    fake_ceiling,
+    judge_share,
+    measure,
+    quiz,
+    turn_measures,
+    windows,
+)
+
+PROBLEM = "Design a rate limiter for a public HTTP API."
+"""What the probe's debate is about, unless the user gives a problem of their own."""
+
+
+def digest(text: str) -> str:
+    """Return a prompt's short fingerprint: the probe names the worst prompt by it, a test finds it on a server."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class PromptLog(BaseCallbackHandler):
+    """Every prompt sent to a model, with the agent, kind and round of the call."""
+
+    def __init__(self) -> None:
+        self.prompts: list[dict[str, Any]] = []
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, metadata: Any = None, **kwargs: Any
+    ) -> None:
+        meta = metadata or {}
+        for batch in messages:
+            text = "\n".join(m.text for m in batch)  # the text of marked blocks too
+            self.prompts.append(
+                {
+                    "agent_id": meta.get("agent_id"),
+                    "kind": meta.get("kind"),
+                    "round": meta.get("round"),
+                    "text": text,
+                    "digest": digest(text),
+                }
+            )
+
+
+def run_probe(
+    context: Any,
+    facts: list[Fact],
+    protocol: str,
+    emit: Any = None,
+    plant: str = "briefing",
+    every: int = 10,
+) -> dict[str, Any]:
+    """Run the probe on an in-memory graph (see :func:`arun_probe`)."""
+    from debate_engine.app.cli.runner import graph_for
+
+    graph = graph_for("roundtable" if protocol == "roundtable" else "phases", None)
+    config: Any = {"configurable": {"thread_id": "probe"}}
+    return asyncio.run(
+        arun_probe(graph, config, context, facts, emit=emit, plant=plant, every=every)
+    )
+
+
+async def arun_probe(
+    graph: Any,
+    config: Any,
+    context: Any,
+    facts: list[Fact],
+    *,
+    emit: Any = None,
+    plant: str = "briefing",
+    every: int = 10,
+    problem: str = PROBLEM,
+) -> dict[str, Any]:
+    """Run the debate with the facts planted, capture every prompt, then measure and quiz.
+
+    ``briefing`` plants the facts as a note every perspective includes; ``replies``
+    asks the debaters to state them, and only the facts a reply states are measured,
+    from the round after (the reply itself is the fact's first appearance).
+    """
+    notes = (
+        {"briefings": briefings(facts)}
+        if plant == "briefing"
+        else {"reply_notes": reply_notes(facts)}
+    )
+    context = dataclasses.replace(context, **notes)
+    log = PromptLog()
+    config = {**config, "callbacks": [log]}
+    started = time.time()
+    async for mode, chunk in graph.astream(
+        {"problem": problem}, config, context=context, stream_mode=["custom"]
+    ):
+        if mode == "custom" and emit:
+            emit(chunk)
+    state = (await graph.aget_state(config)).values
+    measured = facts if plant == "briefing" else landed(state["transcript"], facts)
+    lag = 0 if plant == "briefing" else 1
+    roundtable = state["settings"].get("protocol") == "roundtable"
+    prompts = measure(log.prompts, measured, lag)
+    spend = state["spend"]["total"]
+    return {
+        "facts": len(facts),
+        "plant": plant,
+        "landed": len(measured),
+        "protocol": "roundtable" if roundtable else "phases",
+        "every": every if roundtable else 1,
+        "plant_rounds": sorted({f.round for f in facts}),
+        "rows": windows(state, prompts, turn_measures(state, measured, lag), measured, lag, every),
+        "prompts": prompts,
+        "judge": judge_share(log.prompts, measured),
+        "quiz": await asyncio.to_thread(quiz, state, measured) if measured else {},
+        "quiz_ceiling": fake_ceiling(state, len(measured)),
+        "summaries": len(state["summary_log"]),
+        "tokens": spend["input_tokens"] + spend["output_tokens"],
+        "calls": spend["calls"],
+        "seconds": time.time() - started,
+        "model": state["settings"]["judge"]["model"],
+        "fact_list": [
+            {"key": f.key, "value": f.value, "round": f.round, "landed": f in measured}
+            for f in facts
+        ],
+    }

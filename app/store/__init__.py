@@ -1,0 +1,1 @@
+"""Where debates are kept: the checkpoint database (SQLite or PostgreSQL), the job queue, forks."""
