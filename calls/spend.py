@@ -8,52 +8,18 @@ arithmetic over records, so config resolution and the nodes share it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NotRequired
 
-from typing_extensions import TypedDict
-
+from debate_engine.calls.ledger import (
+    Price,
+    Spend,
+    Tally,
+    empty_tally,
+)
 from debate_engine.memory.records import Usage
-from debate_engine.providers.prices import ModelPrice, cost
+from debate_engine.providers.prices import cost
 
 JUDGE_PROMPT_FLOOR = 2048
 """Prompt tokens the synthesis is sure to have under a spend cap: its view shrinks to what is left, never below."""
-
-
-class SpendCap(TypedDict):
-    """At most this much over every call; None: no cap."""
-
-    max_tokens: int | None
-    max_cost: float | None
-
-
-Price = ModelPrice
-"""US dollars per million tokens."""
-
-
-class Tally(TypedDict):
-    """Tokens, calls and dollars spent."""
-
-    calls: int
-    input_tokens: int
-    """Every prompt token, the cached ones included."""
-    output_tokens: int
-    cost: float
-    """US dollars as the provider bills them: cached prompt tokens at the cache prices."""
-    cache_read_tokens: NotRequired[int]
-    """Prompt tokens read from the provider's cache; absent (a checkpoint from before they were counted): 0."""
-    cache_write_tokens: NotRequired[int]
-    """Prompt tokens written to the provider's cache; absent: 0."""
-    saved: NotRequired[float]
-    """Dollars the cache saved against every prompt token at the input price (negative when its writes cost more
-    than they saved); absent: 0."""
-
-
-class Spend(TypedDict):
-    """What the debate has spent, in total and by agent and by phase (summaries and the judge included)."""
-
-    total: Tally
-    by_agent: dict[str, Tally]
-    by_phase: dict[str, Tally]
 
 
 PROMPT_MARGIN = 1.1
@@ -62,22 +28,6 @@ FREE = Price(input=0.0, output=0.0)
 
 Reserve = tuple[str | Sequence[str], int, int]
 """What a call may spend: ``(model spec, or the model and its fallbacks, input tokens, output tokens)``."""
-
-
-def empty_tally() -> Tally:
-    return Tally(
-        calls=0,
-        input_tokens=0,
-        output_tokens=0,
-        cost=0.0,
-        cache_read_tokens=0,
-        cache_write_tokens=0,
-        saved=0.0,
-    )
-
-
-def empty_spend() -> Spend:
-    return Spend(total=empty_tally(), by_agent={}, by_phase={})
 
 
 def bill(price: Price, usage: Usage) -> tuple[float, float]:

@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from debate_engine.calls.spend import Price, SpendCap, judge_floor
+from debate_engine.calls.ledger import Price, SpendCap
+from debate_engine.calls.spend import judge_floor
 from debate_engine.config.check import check_context
 from debate_engine.config.context import Context, RoundtableContext
 from debate_engine.config.file import (

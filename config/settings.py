@@ -10,7 +10,7 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from debate_engine.calls.spend import Price, SpendCap
+from debate_engine.calls.ledger import Price, SpendCap
 
 
 class AgentProfile(TypedDict):

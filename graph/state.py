@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from langgraph.channels import DeltaChannel
 from typing_extensions import TypedDict
 
-from debate_engine.calls.spend import Spend, Tally
+from debate_engine.calls.ledger import Spend, Tally
 from debate_engine.config.settings import RunSettings
 from debate_engine.memory.records import SummaryRecord, Turn
 

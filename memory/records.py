@@ -34,6 +34,20 @@ TurnKind = Literal[
 after a round) are calls, never transcript turns."""
 
 
+class ModelPrice(TypedDict):
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+    cache_read: NotRequired[float]
+    """A prompt token read from the provider's cache; absent: the input price (no discount unless known)."""
+    cache_write: NotRequired[float]
+    """A prompt token written to the provider's cache; absent: the input price."""
+    estimated: NotRequired[list[str]]
+    """The cache prices the price list lacks, taken from the provider's published ratio for the model's family
+    (``cache_read``, ``cache_write``): reported as estimated."""
+
+
 class Usage(TypedDict):
     """Token usage reported by the provider (or counted, when it reports none)."""
 

@@ -18,8 +18,7 @@ from langgraph.config import get_config
 from langgraph.func import task
 from pydantic import BaseModel
 
-from debate_engine.calls import Answer, Attempt, CallFailed, Request, aask, ask
-from debate_engine.calls.road import most_requests
+from debate_engine.calls.road import Answer, Attempt, CallFailed, Request, aask, ask, most_requests
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, is_human

@@ -12,17 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from debate_engine.calls.ledger import Tally, empty_spend
 from debate_engine.calls.schemas import tool_tokens
-from debate_engine.calls.spend import (
-    FREE,
-    PROMPT_MARGIN,
-    Reserve,
-    Tally,
-    cached,
-    dearest,
-    empty_spend,
-    judge_floor,
-)
+from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, cached, dearest, judge_floor
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.solution import judge_schema

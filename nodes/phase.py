@@ -26,8 +26,9 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphInterrupt
 
+from debate_engine.calls.ledger import empty_spend
 from debate_engine.calls.road import CallFailed
-from debate_engine.calls.spend import charge, empty_spend
+from debate_engine.calls.spend import charge
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.calls import Call, after, amodel_call, failed, model_call
 from debate_engine.nodes.cap import fits, spend_figures

@@ -12,7 +12,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from debate_engine.calls.spend import empty_spend
+from debate_engine.calls.ledger import empty_spend
 from debate_engine.config.context import context_of
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import is_human

@@ -23,7 +23,8 @@ from typing import Any
 
 from langgraph.func import task
 
-from debate_engine.calls import Request, adrive, drive
+from debate_engine.calls.drive import adrive, drive
+from debate_engine.calls.road import Request
 from debate_engine.calls.schemas import (
     CHARS_PER_TOKEN,
     Bounded,

@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
-
+from debate_engine.memory.records import ModelPrice
 from debate_engine.providers.factory import parse_spec
 
 FREE_PROVIDERS = ("fake", "local")
 """Providers whose models cost nothing: the offline fake and the embedded model."""
 MILLION = 1_000_000
-
-
-class ModelPrice(TypedDict):
-    """US dollars per million tokens."""
-
-    input: float
-    output: float
-    cache_read: NotRequired[float]
-    """A prompt token read from the provider's cache; absent: the input price (no discount unless known)."""
-    cache_write: NotRequired[float]
-    """A prompt token written to the provider's cache; absent: the input price."""
-    estimated: NotRequired[list[str]]
-    """The cache prices the price list lacks, taken from the provider's published ratio for the model's family
-    (``cache_read``, ``cache_write``): reported as estimated."""
 
 
 CACHE_RATIOS: dict[str, tuple[float, float]] = {

@@ -229,3 +229,24 @@ def test_no_two_modules_share_a_file_name() -> None:
         n: found for n, found in by_name.items() if len(found) > 1 and n not in SAME_CONCEPT
     }
     assert not repeated, repeated
+
+
+def test_the_state_schema_reaches_no_provider() -> None:
+    """Check ``graph.state`` and everything it imports, transitively, import nothing from ``providers``.
+
+    The state's schema is read by every node and by the viewer: it must not pull the model factory in.
+    Package ``__init__`` modules count, since importing a module runs its package's.
+    """
+    found = modules()
+    known = {name for name, _ in found}
+    paths = dict(found)
+    seen, todo = set(), ["debate_engine.graph.state"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parents = [".".join(name.split(".")[:i]) for i in range(2, name.count(".") + 1)]
+        todo += [p for p in parents if p in known]
+        todo += list(runtime_imports(name, paths[name], known))
+    assert not [m for m in seen if m.startswith("debate_engine.providers")], sorted(seen)

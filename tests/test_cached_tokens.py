@@ -17,7 +17,8 @@ from langchain_core.messages import AIMessage
 
 from debate_engine import Context, compile_debate
 from debate_engine.app.cli.main import main
-from debate_engine.calls.spend import charge, empty_spend
+from debate_engine.calls.ledger import empty_spend
+from debate_engine.calls.spend import charge
 from debate_engine.calls.usage import usage_of
 from debate_engine.providers.prices import price_of
 from tests.support.openai_server import OpenAIServer

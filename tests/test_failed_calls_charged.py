@@ -89,8 +89,7 @@ def test_a_failed_call_is_charged_and_counted_and_asked_again_on_resume(
 def test_an_abandoned_request_is_charged_its_prompt_and_whole_allowance_marked_estimated(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from debate_engine.calls import Request, ask
-    from debate_engine.calls.road import CallFailed
+    from debate_engine.calls.road import CallFailed, Request, ask
 
     with serving(monkeypatch, words=30) as server:
         server.always, server.hang_s = "hang", 5

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from debate_engine.calls.spend import charge, empty_spend, judge_floor, worst_case
+from debate_engine.calls.ledger import empty_spend
+from debate_engine.calls.spend import charge, judge_floor, worst_case
 from debate_engine.config.context import Context
 from debate_engine.config.resolve import ConfigError, resolve
 from debate_engine.nodes.cap import fits, judge_tools, left_for_judge

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from debate_engine.calls import CallFailed, Request, aask
+from debate_engine.calls.road import CallFailed, Request, aask
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.config.file import AgentEntry, ConfigError, load_config
 from debate_engine.memory import (

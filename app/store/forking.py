@@ -24,7 +24,7 @@ from typing import Any
 from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.reports.figures import duration, timeline
 from debate_engine.app.reports.words import counted
-from debate_engine.calls.spend import Tally, empty_spend, empty_tally
+from debate_engine.calls.ledger import Tally, empty_spend, empty_tally
 from debate_engine.config.settings import RunSettings, is_human
 from debate_engine.graph.state import ForkOrigin
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
-from debate_engine.calls import drive
+from debate_engine.calls.drive import drive
 from debate_engine.memory import SummaryJob, SummaryRecord, summarize
 from debate_engine.nodes.summarize import SummaryCall, summary_request
 

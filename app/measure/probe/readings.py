@@ -166,7 +166,7 @@ def fake_ceiling(values: dict[str, Any], facts: int) -> float | None:
 
 def quiz(state: dict[str, Any], facts: list[Fact]) -> dict[str, float]:
     """Ask each agent about every fact from its final view; score exact values in its answer."""
-    from debate_engine.calls import Request, ask
+    from debate_engine.calls.road import Request, ask
     from debate_engine.memory import latest_summaries, working_view
     from debate_engine.nodes.views import budget_of
 
