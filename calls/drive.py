@@ -8,7 +8,8 @@ model failed is thrown back into the procedure, which decides what it means.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from debate_engine.calls.road import Answer, CallFailed, Request, aask, ask
 
@@ -16,37 +17,45 @@ P = TypeVar("P")
 R = TypeVar("R")
 
 
-def _step(steps: Generator[P, Any, R], answer: Answer | CallFailed | None) -> tuple[bool, Any]:
-    """Advance the procedure: ``(True, result)`` when it has finished, else ``(False, next prompt)``."""
+@dataclass(frozen=True)
+class _Done(Generic[R]):
+    """What the procedure returned once it has finished."""
+
+    value: R
+
+
+def _step(steps: Generator[P, Answer, R], answer: Answer | CallFailed | None) -> P | _Done[R]:
+    """Advance the procedure: its next prompt, or :class:`_Done` with its result."""
     try:
         if answer is None:
-            return False, next(steps)
+            return next(steps)
         if isinstance(answer, CallFailed):
-            return False, steps.throw(answer)
-        return False, steps.send(answer)
+            return steps.throw(answer)
+        return steps.send(answer)
     except StopIteration as done:
-        return True, done.value
+        result: R = done.value
+        return _Done(result)
 
 
-def drive(steps: Generator[P, Any, R], request_of: Callable[[P], Request]) -> R:
+def drive(steps: Generator[P, Answer, R], request_of: Callable[[P], Request]) -> R:
     """Answer every prompt of ``steps`` with :func:`ask` and return what the procedure returns."""
-    finished, value = _step(steps, None)
-    while not finished:
+    step = _step(steps, None)
+    while not isinstance(step, _Done):
         try:
-            answer: Answer | CallFailed = ask(request_of(value))
+            answer: Answer | CallFailed = ask(request_of(step))
         except CallFailed as exc:
             answer = exc
-        finished, value = _step(steps, answer)
-    return value  # type: ignore[no-any-return]
+        step = _step(steps, answer)
+    return step.value
 
 
-async def adrive(steps: Generator[P, Any, R], request_of: Callable[[P], Request]) -> R:
+async def adrive(steps: Generator[P, Answer, R], request_of: Callable[[P], Request]) -> R:
     """Return the async twin of :func:`drive`."""
-    finished, value = _step(steps, None)
-    while not finished:
+    step = _step(steps, None)
+    while not isinstance(step, _Done):
         try:
-            answer: Answer | CallFailed = await aask(request_of(value))
+            answer: Answer | CallFailed = await aask(request_of(step))
         except CallFailed as exc:
             answer = exc
-        finished, value = _step(steps, answer)
-    return value  # type: ignore[no-any-return]
+        step = _step(steps, answer)
+    return step.value

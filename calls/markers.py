@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from debate_engine.memory.budget import (
     HISTORY_HEADER,
@@ -66,9 +66,12 @@ def blocks(user: str) -> list[dict[str, Any]]:
     return [*parts, {"type": "text", "text": found[2:] + task}]
 
 
-def messages(system: str, user: str, spec: str) -> list[Any]:
+def messages(system: str, user: str, spec: str) -> list[BaseMessage]:
     """Return the chat messages of one request to ``spec``: plain text, or marked blocks where the provider needs them."""
     if not marks_cache(spec) or not system.strip():
         return [SystemMessage(system), HumanMessage(user)]
-    marked_system = [{"type": "text", "text": system, "cache_control": MARKER}]
-    return [SystemMessage(marked_system), HumanMessage(blocks(user))]  # type: ignore[arg-type]
+    marked_system: list[str | dict[str, Any]] = [
+        {"type": "text", "text": system, "cache_control": MARKER}
+    ]
+    marked_user: list[str | dict[str, Any]] = [*blocks(user)]
+    return [SystemMessage(marked_system), HumanMessage(marked_user)]

@@ -296,7 +296,8 @@ def ask(request: Request) -> Answer:
         try:
             step = policy.send(_sync_once(request, *step, clock))
         except StopIteration as done:
-            return done.value
+            answer: Answer = done.value
+            return answer
 
 
 def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:
@@ -334,7 +335,8 @@ async def aask(request: Request) -> Answer:
         try:
             step = policy.send(await _async_once(request, *step, clock))
         except StopIteration as done:
-            return done.value
+            answer: Answer = done.value
+            return answer
 
 
 async def _async_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:

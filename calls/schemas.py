@@ -21,6 +21,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, PrivateAttr, create_model, model_validator
 from pydantic.fields import FieldInfo
 
@@ -133,7 +134,10 @@ def _past_bounds(bounds: dict[str, Any], value: Any) -> bool:
 
 def answer_schema(name: str, doc: str, **fields: tuple[Any, FieldInfo]) -> type[Bounded]:
     """Return a structured answer with every field required (none has a default)."""
-    return create_model(name, __base__=Bounded, __doc__=doc, **fields)  # type: ignore[call-overload, no-any-return]
+    # create_model's field keywords share their mapping with ``__base__`` and ``__doc__``: mypy checks a
+    # spread dict against all of them, so the fields go in as the untyped mapping pydantic reads.
+    definitions: dict[str, Any] = dict(fields)
+    return create_model(name, __base__=Bounded, __doc__=doc, **definitions)
 
 
 def schema_problems(schema: dict[str, Any], where: str = "") -> list[str]:
@@ -165,6 +169,4 @@ def schema_problems(schema: dict[str, Any], where: str = "") -> list[str]:
 @lru_cache(maxsize=64)
 def tool_tokens(schema: type[BaseModel]) -> int:
     """Prompt tokens a schema's tool definition adds to a request (providers bill it with the prompt)."""
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
     return count_tokens(json.dumps(convert_to_openai_tool(schema)))

@@ -8,9 +8,6 @@ from typing import Any
 from debate_engine.memory.records import Usage
 from debate_engine.memory.tokens import count_tokens
 
-CACHE_KEYS = {"cache_read": "cache_read_tokens", "cache_creation": "cache_write_tokens"}
-"""langchain's ``input_token_details`` keys for prompt-cache reads and writes, and ours."""
-
 
 def usage_of(message: Any) -> Usage | None:
     """Return the provider's usage on a message, cached prompt tokens included, or None."""
@@ -23,14 +20,18 @@ def usage_of(message: Any) -> Usage | None:
         total_tokens=int(meta.get("total_tokens", 0)),
     )
     details: Mapping[str, Any] = meta.get("input_token_details") or {}
-    for theirs, ours in CACHE_KEYS.items():
-        # On OpenAI's priority and flex tiers langchain prefixes the key with the tier's name.
-        found = sum(
-            int(v or 0) for k, v in details.items() if k == theirs or k.endswith("_" + theirs)
-        )
-        if found:
-            usage[ours] = found  # type: ignore[literal-required]
+    # langchain's ``input_token_details`` name prompt-cache reads ``cache_read``, writes ``cache_creation``.
+    if read := _cached(details, "cache_read"):
+        usage["cache_read_tokens"] = read
+    if written := _cached(details, "cache_creation"):
+        usage["cache_write_tokens"] = written
     return usage
+
+
+def _cached(details: Mapping[str, Any], theirs: str) -> int:
+    """Return the prompt tokens langchain reports under ``theirs``."""
+    # On OpenAI's priority and flex tiers langchain prefixes the key with the tier's name.
+    return sum(int(v or 0) for k, v in details.items() if k == theirs or k.endswith("_" + theirs))
 
 
 def counted_usage(prompt: str, reply: str) -> Usage:

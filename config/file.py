@@ -121,7 +121,7 @@ class DebateFile(_Strict):
 
     agents: list[AgentEntry] = Field(default_factory=list)
     judge: AgentEntry | None = None
-    debate: DebateSection = Field(default_factory=DebateSection)  # type: ignore[arg-type]
+    debate: DebateSection = Field(default_factory=DebateSection)
     evaluators: list[AgentEntry] = Field(default_factory=list)
     budget: SpendSection = Field(default_factory=lambda: SpendSection())
     prices: dict[str, PriceEntry] = Field(default_factory=dict)

@@ -254,13 +254,10 @@ def _prices(
 def _price(given: Mapping[str, Any]) -> Price:
     """Return a price with the cache rates only where someone stated them (absent: the input price), and which of them
     were estimated from the provider's published ratios."""
-    price = Price(
-        **{
-            k: float(given[k])
-            for k in ("input", "output", "cache_read", "cache_write")  # type: ignore[typeddict-item]
-            if k in given
-        }
-    )
+    price = Price(input=float(given["input"]), output=float(given["output"]))
+    for key in ("cache_read", "cache_write"):
+        if key in given:
+            price[key] = float(given[key])
     if given.get("estimated"):
         price["estimated"] = list(given["estimated"])
     return price

@@ -36,4 +36,4 @@ def roundtable_params(context: RoundtableContext) -> ProtocolParams:
 def with_view(profile: AgentProfile, view: dict[str, int]) -> AgentProfile:
     """Return a speaker's profile with the roundtable's view: its split, within the model's own window."""
     window = min(profile["context_window"], sum(view.values()) + profile["max_output_tokens"])
-    return AgentProfile(**{**profile, "context_window": window, "view_split": dict(view)})  # type: ignore[typeddict-item]
+    return AgentProfile(**{**profile, "context_window": window, "view_split": dict(view)})

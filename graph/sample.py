@@ -11,12 +11,13 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired
 
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
+from langgraph.graph.state import CompiledStateGraph
 
 from debate_engine.config.context import Context
-from debate_engine.graph.builder import DebateGraph, compile_graph
+from debate_engine.graph.builder import compile_graph
 from debate_engine.graph.state import ConversationState, InputState, OutputState
 from debate_engine.nodes import propose, setup
+from debate_engine.nodes.setup import INTAKE, Intake
 from debate_engine.nodes.tally import tally_votes
 
 MAX_SAMPLES = 1000
@@ -29,12 +30,6 @@ class SampleInput(InputState):
     """Independent answers to draw, 1 to 1,000 (default 1): copies of the first configured agent."""
 
 
-class SampleGraph(DebateGraph):
-    """The compiled sample: its inputs are marked ``sample``, so a stopped sample resumes on this graph."""
-
-    protocol = "sample"
-
-
 class SampleState(ConversationState):
     """The debate's state, plus the number of answers drawn."""
 
@@ -42,12 +37,12 @@ class SampleState(ConversationState):
     """Independent answers to draw (copies of the first configured agent)."""
 
 
-def draw(state: SampleState, runtime: Runtime[Any]) -> dict[str, Any]:
+def draw(state: SampleState) -> dict[str, Any]:
     """Set up as a debate does, then make the first agent ``samples`` voters with ids of their own."""
     k = int(state.get("samples") or 1)
     if not 1 <= k <= MAX_SAMPLES:
         raise ValueError(f"samples: {k} is out of range; draw 1 to {MAX_SAMPLES} answers")
-    update = setup(state, runtime)  # type: ignore[arg-type]
+    update = setup(state)
     first = update["settings"]["agents"][0]
     voters = (
         [first]
@@ -67,31 +62,30 @@ def counted(state: ConversationState) -> Literal["tally", "__end__"]:
     return "__end__" if state.get("stopped") else "tally"
 
 
+Sample = CompiledStateGraph[SampleState, Context, SampleInput, OutputState]
+"""A compiled sample, as LangGraph compiles it."""
+
+
 def build_sample() -> StateGraph[SampleState, Context, SampleInput, OutputState]:
     """Wire the sample's nodes (uncompiled)."""
     builder = StateGraph(
         SampleState, context_schema=Context, input_schema=SampleInput, output_schema=OutputState
     )
+    builder.add_node(INTAKE, Intake("sample"))
     builder.add_node("setup", draw)
     builder.add_node("propose", propose, input_schema=ConversationState)
     builder.add_node("tally", tally_votes, input_schema=ConversationState)
-    builder.add_edge(START, "setup")
+    builder.add_edge(START, INTAKE)
+    builder.add_edge(INTAKE, "setup")
     builder.add_edge("setup", "propose")
     builder.add_conditional_edges("propose", counted, ["tally", END])
     builder.add_edge("tally", END)
     return builder
 
 
-def compile_sample(checkpointer: Any = None, store: Any = None, **kwargs: Any) -> DebateGraph:
+def compile_sample(checkpointer: Any = None, store: Any = None, **kwargs: Any) -> Sample:
     """Compile the sample protocol like the debate: in-memory saver by default, ``False`` for none."""
-    return compile_graph(
-        build_sample(),
-        "sample",
-        checkpointer,
-        store,
-        SampleGraph,  # type: ignore[no-any-return]
-        **kwargs,
-    )
+    return compile_graph(build_sample(), "sample", checkpointer, store, **kwargs)
 
 
 graph = compile_sample(checkpointer=False)

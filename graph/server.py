@@ -9,12 +9,12 @@ one compiled graph of their protocol.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from debate_engine.config.context import Context, RoundtableContext, context_of
-from debate_engine.graph.builder import DebateGraph
+from debate_engine.graph.builder import Debate
 from debate_engine.graph.builder import graph as debate_graph
-from debate_engine.graph.roundtable import RoundtableGraph
+from debate_engine.graph.roundtable import Roundtable
 from debate_engine.graph.roundtable import graph as roundtable_graph
 
 if TYPE_CHECKING:
@@ -31,13 +31,13 @@ def _check(runtime: Any, protocol: str) -> None:
         raise TypeError(f"context must be an object of settings, not {type(given).__name__}")
 
 
-def debate(runtime: ServerRuntime) -> DebateGraph:
+def debate(runtime: ServerRuntime[Any]) -> Debate:
     """Return the phase debate, for a run whose context names only its settings."""
     _check(runtime, "phases")
-    return debate_graph
+    return cast(Debate, debate_graph)  # the builder compiles it on first use (module __getattr__)
 
 
-def roundtable(runtime: ServerRuntime) -> RoundtableGraph:
+def roundtable(runtime: ServerRuntime[Any]) -> Roundtable:
     """Return the roundtable, for a run whose context names only its settings."""
     _check(runtime, "roundtable")
-    return roundtable_graph  # type: ignore[no-any-return]
+    return roundtable_graph

@@ -132,8 +132,9 @@ class InputState(TypedDict):
     problem: str
     """The problem to debate."""
     context: NotRequired[dict[str, Any]]
-    """The run's settings as a plain dict (the Context's fields), kept with the input: a debate stopped before
-    its setup finished resumes with them. Without it, setup reads the run's ``context`` as usual."""
+    """The run's settings as a plain dict (the Context's fields), kept with the input. Without it, the graph's
+    first node (``intake``) keeps the run's ``context`` instead; either way a debate stopped before setup
+    resumes with them."""
 
 
 class OutputState(TypedDict):
@@ -187,11 +188,14 @@ class ConversationState(TypedDict):
     context: Annotated[
         dict[str, Any], DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)
     ]
-    """The settings a caller passed with the input (see ``InputState``); setup resolves them."""
+    """The settings a caller passed with the input (see ``InputState``), marked with the protocol: ``intake``
+    resolved them into ``settings``; a fork edits them and resolves again."""
+    context_taken: NotRequired[dict[str, Any] | None]
+    """The ``context`` the graph's first node last took: an input's own settings differ from it."""
     settings: Annotated[
         RunSettings, DeltaChannel(keep_last, dict, snapshot_frequency=SNAPSHOT_EVERY)
     ]
-    """The run's resolved settings, fixed at setup."""
+    """The run's resolved settings, fixed once by ``intake`` (or written as its update by ``debate run``)."""
     transcript: Annotated[list[Turn], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)]
     """Tier 1: every contribution, append-only, never trimmed; ``transcript[n]["seq"] == n``."""
     summary_log: Annotated[

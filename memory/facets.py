@@ -9,13 +9,17 @@ full. The identifiers facet is not the model's: it is lifted by code
 from __future__ import annotations
 
 import re
-from typing import Any, cast
+from typing import Any, Literal
 
 from debate_engine.memory.identifiers import line as identifier_line
 from debate_engine.memory.records import SummaryFacets
 from debate_engine.memory.tokens import count_tokens
 
-FACET_CAPS: dict[str, int] = {
+FacetName = Literal[
+    "key_points", "decisions", "unresolved", "action_items", "participants", "domain_entities"
+]
+"""The facets the model writes (the identifiers are lifted by code)."""
+FACET_CAPS: dict[FacetName, int] = {
     "key_points": 12,
     "decisions": 10,
     "unresolved": 10,
@@ -23,7 +27,7 @@ FACET_CAPS: dict[str, int] = {
     "participants": 12,
     "domain_entities": 30,
 }
-FACET_TITLES = {
+FACET_TITLES: dict[FacetName, str] = {
     "domain_entities": "Entities",
     "decisions": "Decisions",
     "unresolved": "Unresolved",
@@ -54,23 +58,23 @@ def merge_facets(
     and to ``limit_tokens`` rendered, so a chain of verbose answers cannot outgrow the fold that reads it.
     """
     merged = empty_facets()
-    carried: list[tuple[str, str]] = []  # (facet, item) from ``old``, oldest first
+    carried: list[tuple[FacetName, str]] = []  # (facet, item) from ``old``, oldest first
     for name, cap in FACET_CAPS.items():
         seen: dict[str, str] = {}
-        fresh = [" ".join(str(i).split()) for i in cast(dict[str, list[str]], new).get(name, [])]
-        for item in [*cast(dict[str, list[str]], old or {}).get(name, []), *fresh]:
+        fresh = [" ".join(str(i).split()) for i in new.get(name, [])]
+        for item in [*(old.get(name, []) if old else []), *fresh]:
             item = " ".join(str(item).split())
             if item:
                 seen.pop(item.casefold(), None)
                 seen[item.casefold()] = item
         kept = list(seen.values())[-max(cap, len(fresh)) :]
-        merged[name] = kept  # type: ignore[literal-required]
+        merged[name] = kept
         news = {i.casefold() for i in fresh}
         carried += [(name, i) for i in kept if i.casefold() not in news]
     if limit_tokens is not None:
         while carried and count_tokens(render_facets(merged)) > limit_tokens:
             name, item = carried.pop(0)
-            cast(dict[str, list[str]], merged)[name].remove(item)
+            merged[name].remove(item)
     if "identifiers" in new:
         merged["identifiers"] = list(new["identifiers"])
     return merged
@@ -80,7 +84,7 @@ def render_facets(facets: SummaryFacets) -> str:
     """Return the model's facets as prompt lines (the identifiers apart: :func:`render_summary` puts them first)."""
     lines: list[str] = []
     for name, title in FACET_TITLES.items():
-        items = cast(dict[str, list[str]], facets).get(name, [])
+        items = facets.get(name, [])
         if not items:
             continue
         if name in ("domain_entities", "participants"):
@@ -132,7 +136,12 @@ def render_summary(narrative: str, facets: SummaryFacets, max_length: int | None
     return "\n\n".join(p for p in (head, facet_text, story) if p)
 
 
-REGISTRY_FACETS = ("decisions", "unresolved", "action_items", "domain_entities")
+REGISTRY_FACETS: tuple[FacetName, ...] = (
+    "decisions",
+    "unresolved",
+    "action_items",
+    "domain_entities",
+)
 """What the judge and the report are shown from the registry: the debate's outcome and its identifiers."""
 
 

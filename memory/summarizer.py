@@ -258,7 +258,14 @@ def _answer(answer: Answered, prose: bool) -> tuple[str, SummaryFacets, bool] | 
         return None
     if answer.parsed is not None:
         parsed = StructuredSummary.model_validate(answer.parsed)
-        facets = SummaryFacets(**parsed.model_dump(exclude={"narrative"}))  # type: ignore[typeddict-item]
+        facets = SummaryFacets(
+            key_points=parsed.key_points,
+            decisions=parsed.decisions,
+            unresolved=parsed.unresolved,
+            action_items=parsed.action_items,
+            participants=parsed.participants,
+            domain_entities=parsed.domain_entities,
+        )
         return parsed.narrative.strip(), facets, True
     return (answer.text, empty_facets(), False) if prose else None
 
@@ -331,10 +338,19 @@ def _record(
 
 def total_usage(attempts: list[Any]) -> Usage | None:
     """Return what a summary's attempts spent together (None when nothing came back)."""
-    used = [a["usage"] for a in attempts if a.get("usage")]
+    used: list[Usage] = [a["usage"] for a in attempts if a.get("usage")]
     if not used:
         return None
-    keys = dict.fromkeys(
-        k for u in used for k in u
-    )  # the cached-token counts too, where a provider reported them
-    return Usage(**{k: sum(u.get(k, 0) for u in used) for k in keys})  # type: ignore[typeddict-item]
+    total = Usage(
+        input_tokens=sum(u.get("input_tokens", 0) for u in used),
+        output_tokens=sum(u.get("output_tokens", 0) for u in used),
+        total_tokens=sum(u.get("total_tokens", 0) for u in used),
+    )
+    # The cached-token counts too, where a provider reported them.
+    if any("cache_read_tokens" in u for u in used):
+        total["cache_read_tokens"] = sum(u.get("cache_read_tokens", 0) for u in used)
+    if any("cache_write_tokens" in u for u in used):
+        total["cache_write_tokens"] = sum(u.get("cache_write_tokens", 0) for u in used)
+    if any("estimated" in u for u in used):
+        total["estimated"] = any(u.get("estimated", False) for u in used)
+    return total

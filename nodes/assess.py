@@ -70,7 +70,7 @@ def due(state: ConversationState) -> bool:
         return False
     if rule["type"] == "quality":
         return True
-    held = [t["position"] for t in final_positions(state).values()]  # type: ignore[typeddict-item]
+    held = [t["position"] for t in final_positions(state).values()]
     every = len(held) == len(
         state["settings"]["agents"]
     )  # a seat with no position: only the judge can compare
@@ -156,7 +156,7 @@ def plan(state: ConversationState) -> list[Call]:
             None,
             kind="assessment",
             round_no=round_no,
-            task=ask,  # type: ignore[arg-type]
+            task=ask,
             schema=schema,
             budget=budget,
         )

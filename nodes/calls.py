@@ -243,7 +243,7 @@ def failed_reply(call: Call, exc: CallFailed) -> Reply:
     )
 
 
-@task(name="model_call")  # type: ignore[arg-type]
+@task(name="model_call")  # type: ignore[arg-type]  # langgraph#4140: task(name=...) types the function as Never
 def model_call(call: Call) -> Reply:
     """Run one call on the road (from a thread, under ``invoke``); a person's seat is asked instead."""
     if is_human(call.agent):
@@ -254,7 +254,7 @@ def model_call(call: Call) -> Reply:
         return failed_reply(call, exc)
 
 
-@task(name="model_call")  # type: ignore[arg-type]
+@task(name="model_call")  # type: ignore[arg-type]  # langgraph#4140: task(name=...) types the function as Never
 async def amodel_call(call: Call) -> Reply:
     """Return the async twin of :func:`model_call`: cancellable while the request is in flight."""
     if is_human(call.agent):

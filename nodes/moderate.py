@@ -71,7 +71,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     spoken = Counter(t["speaker"] for t in state.get("transcript", []) if t["kind"] == "message")
     enough = all(spoken[a] >= MIN_TURNS_PER_AGENT for a in agents)
     converged = bool(parsed.get("converged")) and enough
-    fallback = speaker_of({**state, "current_speaker": None}, turn_no)  # type: ignore[typeddict-item]
+    fallback = speaker_of({**state, "current_speaker": None}, turn_no)
     choice = Moderation(
         turn=turn_no,
         speaker=speaker or fallback,

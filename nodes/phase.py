@@ -21,22 +21,35 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import wait
-from typing import Any, cast
+from typing import Any, Protocol, Self, cast
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphInterrupt
 
 from debate_engine.calls.ledger import empty_spend
 from debate_engine.calls.road import CallFailed
-from debate_engine.calls.spend import charge
+from debate_engine.calls.spend import Reserve, charge
 from debate_engine.graph.state import ConversationState
+from debate_engine.memory.records import Usage
 from debate_engine.nodes.calls import Call, after, amodel_call, failed, model_call
 from debate_engine.nodes.cap import fits, spend_figures
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.status import emit
 from debate_engine.nodes.summaries import SummaryCall, ahead, applied, asummary_call, summary_call
 
-Plan = Callable[[ConversationState], Sequence[Any]]
+
+class Planned(Protocol):
+    """What a phase runs: a model call or a summary; the cap reserves for it (all its requests, or one)
+    and charges what its task's result spent."""
+
+    def reserve(self) -> list[Reserve]: ...
+
+    def without_retries(self) -> Self: ...
+
+    def charge(self, result: Any) -> list[tuple[str, str, str, Usage]]: ...
+
+
+Plan = Callable[[ConversationState], Sequence[Planned]]
 Apply = Callable[[ConversationState, Sequence[Any], list[Any]], dict[str, Any]]
 
 
@@ -62,8 +75,8 @@ def round_clock(name: str, state: ConversationState) -> tuple[int, float, float]
 
 
 def _gate(
-    name: str, state: ConversationState, calls: Sequence[Any]
-) -> tuple[Sequence[Any], dict[str, Any] | None]:
+    name: str, state: ConversationState, calls: Sequence[Planned]
+) -> tuple[Sequence[Planned], dict[str, Any] | None]:
     """Return the calls to run, or the update that stops the debate: the cap has no room, or the round's time is up."""
     if not calls:
         return calls, None
@@ -106,7 +119,7 @@ def _gate(
     return calls, None
 
 
-def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[SummaryCall]:
+def _beside(name: str, state: ConversationState, calls: Sequence[Planned]) -> list[SummaryCall]:
     """Return the summaries to make beside a round's calls, when the spend cap has room for both."""
     if name not in ROUND_PHASES:
         return []
@@ -121,7 +134,7 @@ def _beside(name: str, state: ConversationState, calls: Sequence[Any]) -> list[S
 
 def _planned(
     name: str, state: ConversationState, plan: Plan
-) -> tuple[Sequence[Any], list[SummaryCall], Any]:
+) -> tuple[Sequence[Planned], list[SummaryCall], dict[str, Any] | None]:
     """Return the phase's calls, the summaries to make beside them, or the update that stops the debate."""
     calls, stop = _gate(name, state, plan(state))
     return calls, [] if stop is not None else _beside(name, state, calls), stop
@@ -131,7 +144,7 @@ def _finish(
     name: str,
     state: ConversationState,
     apply: Apply,
-    planned: tuple[Sequence[Any], list[SummaryCall]],
+    planned: tuple[Sequence[Planned], list[SummaryCall]],
     results: list[Any],
     started: float,
 ) -> dict[str, Any]:
@@ -163,7 +176,7 @@ def _timed(
 
 
 def _settle(
-    state: ConversationState, calls: Sequence[Any], results: list[Any], update: dict[str, Any]
+    state: ConversationState, calls: Sequence[Planned], results: list[Any], update: dict[str, Any]
 ) -> dict[str, Any]:
     """Charge what the calls spent, in state and in the status record."""
     charges = [item for c, r in zip(calls, results, strict=True) for item in c.charge(r)]
@@ -186,14 +199,14 @@ def _settle(
     return update
 
 
-def _tokened(calls: Sequence[Any], token: str) -> list[Any]:
+def _tokened(calls: Sequence[Planned], token: str) -> list[Planned]:
     """Return the calls, each naming this run of the phase (a failure it returns then says which run it was)."""
     return [dataclasses.replace(c, token=token) if isinstance(c, Call) else c for c in calls]
 
 
 def _again(
-    name: str, state: ConversationState, calls: Sequence[Any], results: list[Any], token: str
-) -> list[tuple[int, Any]] | dict[str, Any] | None:
+    name: str, state: ConversationState, calls: Sequence[Planned], results: list[Any], token: str
+) -> list[tuple[int, Planned]] | dict[str, Any] | None:
     """Return the calls to ask again: those whose failure an earlier run of the phase left (this is a resume).
 
     Their failed attempts were paid: the cap must hold them and the new requests. When it holds no request
@@ -220,7 +233,7 @@ def _again(
 def _retried(
     name: str,
     state: ConversationState,
-    calls: Sequence[Any],
+    calls: Sequence[Planned],
     results: list[Any],
     token: str,
     run: Any,
@@ -241,7 +254,7 @@ def _retried(
 async def _aretried(
     name: str,
     state: ConversationState,
-    calls: Sequence[Any],
+    calls: Sequence[Planned],
     results: list[Any],
     token: str,
     run: Any,
@@ -258,7 +271,7 @@ async def _aretried(
 
 
 def _stopped(
-    name: str, state: ConversationState, calls: Sequence[Any], results: list[Any]
+    name: str, state: ConversationState, calls: Sequence[Planned], results: list[Any]
 ) -> dict[str, Any]:
     """Stop at the cap inside a phase: nothing is applied, everything its calls paid for is charged."""
     paid = [(c, r) for c, r in zip(calls, results, strict=True) if isinstance(r, dict)]

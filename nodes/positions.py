@@ -109,10 +109,10 @@ def with_changes(state: ConversationState, turns: list[Turn]) -> list[Turn]:
     before = latest(transcript)
     for turn in turns:
         new, old = turn.get("position"), before.get(turn["speaker"])
-        if not new or not old or key_of(new) == key_of(old["position"]):  # type: ignore[arg-type]
+        if not new or not old or key_of(new) == key_of(old["position"]):
             continue
         others = [t["position"] for agent, t in before.items() if agent != turn["speaker"]]
-        crowd = majority(others)  # type: ignore[arg-type]
+        crowd = majority(others)
         answered = [
             t["id"]
             for t in transcript[old["seq"] + 1 :]
@@ -121,11 +121,11 @@ def with_changes(state: ConversationState, turns: list[Turn]) -> list[Turn]:
         answered += [t["id"] for t in transcript[old["seq"] + 1 :] if t["kind"] == "message"][-1:]
         new["change"] = {
             "from": old["position"]["position"],
-            "from_turn": old["id"],  # type: ignore[index]
+            "from_turn": old["id"],
             "after": answered,
             "toward_majority": crowd is not None and key_of(new) == crowd,
             "away_from_majority": crowd is not None and key_of(old["position"]) == crowd,
-        }  # type: ignore[arg-type]
+        }
     return turns
 
 
@@ -141,12 +141,12 @@ def converged(state: ConversationState, turns: list[Turn], round_no: int) -> dic
         return None
     current = latest([*state.get("transcript", []), *turns])
     held = [current[a["id"]]["position"] for a in settings["agents"] if a["id"] in current]
-    if len(held) < len(settings["agents"]) or len({key_of(p) for p in held}) != 1:  # type: ignore[arg-type]
+    if len(held) < len(settings["agents"]) or len({key_of(p) for p in held}) != 1:
         return None
     return {
         "round": round_no,
         "reason": f"every agent holds the same position: {held[0]['position']}",
-    }  # type: ignore[index]
+    }
 
 
 def positions_event(state: ConversationState, turns: list[Turn], round_no: int) -> dict[str, Any]:
@@ -156,7 +156,7 @@ def positions_event(state: ConversationState, turns: list[Turn], round_no: int) 
         "event": "positions",
         "round": round_no,
         "positions": {
-            agent: {k: t["position"].get(k) for k in ("position", "confidence", "answer")}  # type: ignore[union-attr]
+            agent: {k: t["position"].get(k) for k in ("position", "confidence", "answer")}
             for agent, t in current.items()
         },
         "changes": [t["speaker"] for t in turns if (t.get("position") or {}).get("change")],

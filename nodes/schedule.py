@@ -99,7 +99,7 @@ def table_profile(settings: RunSettings) -> AgentProfile:
         **{
             **judge,
             "id": TABLE_ID,
-            "role": "table",  # type: ignore[typeddict-item]
+            "role": "table",
             "summarization": {**judge["summarization"], **rhythm},
         }
     )

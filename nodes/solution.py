@@ -65,8 +65,10 @@ def judge_schema(max_output_tokens: int) -> type[Bounded]:
             min(80, chars_for(max_output_tokens, 0.05, floor=12)),
         ),
     )
-    return create_model(  # type: ignore[call-overload, no-any-return]
-        "JudgeSolution", __base__=Judged, __doc__="The judge's synthesized solution.", **fields
+    # As in ``calls.schemas.answer_schema``: the fields go in as the untyped mapping pydantic reads.
+    definitions: dict[str, Any] = fields
+    return create_model(
+        "JudgeSolution", __base__=Judged, __doc__="The judge's synthesized solution.", **definitions
     )
 
 

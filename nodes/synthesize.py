@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, cast
 
 from debate_engine.graph.state import ConversationState, Solution
 from debate_engine.memory.facets import render_digest
@@ -21,6 +21,18 @@ from debate_engine.nodes.views import (
     table_summary,
 )
 from debate_engine.prompts import load_prompt, render
+
+SOLUTION_LISTS: tuple[
+    tuple[str, Literal["key_decisions", "trade_offs", "recommendations", "open_risks", "cruxes"]],
+    ...,
+] = (
+    ("Key decisions", "key_decisions"),
+    ("Trade-offs", "trade_offs"),
+    ("Recommendations", "recommendations"),
+    ("Open risks", "open_risks"),
+    ("Cruxes", "cruxes"),
+)
+"""The solution's lists as the Markdown text titles them, in order."""
 
 
 def plan(state: ConversationState) -> list[Call]:
@@ -55,7 +67,7 @@ def plan(state: ConversationState) -> list[Call]:
                 None,
                 kind="synthesis",
                 round_no=state["round"],
-                task=ask,  # type: ignore[arg-type]
+                task=ask,
                 schema=schema,
                 budget=budget,
             )
@@ -101,7 +113,8 @@ def to_solution(reply: Reply) -> Solution:
     """
     if reply["parsed"] is not None:
         parsed = {k: v for k, v in reply["parsed"].items() if k != "answer"}
-        return Solution(**{**parsed, "structured": True})  # type: ignore[typeddict-item]
+        # The judge's answer as its schema (``nodes.solution``) validated it: a solution's fields.
+        return cast(Solution, {**parsed, "structured": True})
     return Solution(
         description=reply["content"],
         key_decisions=[],
@@ -119,7 +132,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
     """Record the solution and the synthesis turn; the debate is done."""
     solution = to_solution(replies[0])
     solution["verdict"] = verdict(state, replies[0]["parsed"])
-    reply = Reply(**{**replies[0], "content": render_solution(solution)})  # type: ignore[typeddict-item]
+    reply = Reply(**{**replies[0], "content": render_solution(solution)})
     turns = record_turns(state, calls, [reply])
     return {
         "solution": solution,
@@ -134,14 +147,8 @@ def render_solution(solution: Solution) -> str:
     parts = [solution["description"]]
     if answer := (solution.get("verdict") or {}).get("judge_answer"):
         parts.append(f"Answer: {answer}")
-    for title, key in (
-        ("Key decisions", "key_decisions"),
-        ("Trade-offs", "trade_offs"),
-        ("Recommendations", "recommendations"),
-        ("Open risks", "open_risks"),
-        ("Cruxes", "cruxes"),
-    ):
-        items: list[str] = solution.get(key) or []  # type: ignore[assignment]
+    for title, key in SOLUTION_LISTS:
+        items = solution.get(key) or []
         if items:
             parts.append(f"{title}:\n" + "\n".join(f"- {i}" for i in items))
     if solution["structured"]:

@@ -33,7 +33,7 @@ def tally(state: ConversationState) -> list[dict[str, Any]]:
     finals = final_positions(state)
     groups: dict[str, dict[str, Any]] = {}
     for agent, turn in finals.items():
-        position = turn["position"]  # type: ignore[typeddict-item]
+        position = turn["position"]
         group = groups.setdefault(
             key_of(position),
             {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from debate_engine.errors import InputError
+from debate_engine.providers.local_server import BUDGET_WINDOW, ensure_server
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -27,6 +29,8 @@ PROVIDERS = ("openai", "openrouter", "local", "fake")
 
 
 _loop_numbers = itertools.count(1)
+_LOOP_TOKEN = "_debate_engine_token"
+"""The attribute of an event loop that holds its number."""
 
 
 def loop_token(loop: asyncio.AbstractEventLoop | None = None) -> int:
@@ -40,10 +44,10 @@ def loop_token(loop: asyncio.AbstractEventLoop | None = None) -> int:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return 0
-    token: int | None = getattr(loop, "_debate_engine_token", None)
+    token: int | None = getattr(loop, _LOOP_TOKEN, None)
     if token is None:
         token = next(_loop_numbers)
-        loop._debate_engine_token = token  # type: ignore[attr-defined]
+        setattr(loop, _LOOP_TOKEN, token)  # on the loop itself, so that it goes with the loop
     return token
 
 
@@ -190,7 +194,7 @@ def _build(
 ) -> BaseChatModel:
     parsed = parse_spec(spec)
     if parsed.provider == "fake":
-        from debate_engine.providers.fake import FakeChatModel
+        from debate_engine.providers.fake import FakeChatModel  # start-up: the fake loads LangChain
 
         p = parsed.params
         return FakeChatModel(
@@ -203,7 +207,7 @@ def _build(
             conform=float(p.get("conform", 0)),
             grammar=p.get("grammar", "true").lower() != "false",
         )
-    from langchain_openai import ChatOpenAI
+    from langchain_openai import ChatOpenAI  # start-up: openai only for a real model
 
     common: dict[str, Any] = {
         # Shared connection pools: building a client loads the TLS certificates (about 50 ms each).
@@ -216,8 +220,6 @@ def _build(
         "max_retries": 3,  # the client backs off exponentially on transport errors and 429s
     }
     if parsed.provider == "local":
-        from debate_engine.providers.local_server import ensure_server
-
         server = ensure_server()
         # llama.cpp's server ignores `max_completion_tokens`, which ChatOpenAI sends: without
         # `max_tokens` in the body a small model can generate until the window is full.
@@ -239,9 +241,7 @@ def _build(
 @lru_cache(maxsize=1)
 def _tls_context() -> Any:
     """Return the TLS context every client shares, made by the HTTP library the openai SDK uses (httpx or httpx2)."""
-    import importlib
-
-    from openai import DefaultHttpxClient
+    from openai import DefaultHttpxClient  # start-up: openai only for a real model
 
     library = importlib.import_module(DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
     return library.create_ssl_context()
@@ -250,7 +250,7 @@ def _tls_context() -> Any:
 @lru_cache(maxsize=1)
 def _sync_http_client() -> Any:
     """One synchronous HTTP client for every model of the process (it is thread-safe)."""
-    from openai import DefaultHttpxClient
+    from openai import DefaultHttpxClient  # start-up: openai only for a real model
 
     return DefaultHttpxClient(verify=_tls_context())
 
@@ -258,7 +258,7 @@ def _sync_http_client() -> Any:
 @lru_cache(maxsize=64)
 def _async_http_client(loop: int) -> Any:
     """One asynchronous HTTP client per event loop (a client belongs to the loop it first ran in)."""
-    from openai import DefaultAsyncHttpxClient
+    from openai import DefaultAsyncHttpxClient  # start-up: openai only for a real model
 
     return DefaultAsyncHttpxClient(verify=_tls_context())
 
@@ -288,11 +288,9 @@ def context_window(spec: str, configured: int | None = None) -> int:
         return configured
     parsed = parse_spec(spec)
     if parsed.provider == "local":
-        from debate_engine.providers.local_server import BUDGET_WINDOW
-
         return BUDGET_WINDOW
     if parsed.provider in ("openai", "openrouter"):
-        from langchain_openai import ChatOpenAI
+        from langchain_openai import ChatOpenAI  # start-up: openai only for a real model
 
         name = parsed.name.split("/")[-1]
         # The shared HTTP clients: a model's own would load the TLS certificates twice (about 50 ms) for nothing.

@@ -28,7 +28,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
         json.JSONDecodeError,
     ]
     try:
-        import openai
+        import openai  # start-up: naming a user's mistake must not import openai
 
         found.append(
             openai.OpenAIError
@@ -36,7 +36,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
     except ImportError:
         pass
     try:
-        import httpx
+        import httpx  # start-up: naming a user's mistake must not import httpx
 
         found += [httpx.TransportError, httpx.HTTPStatusError]
     except ImportError:

@@ -190,7 +190,7 @@ class FakeChatModel(BaseChatModel):
             return crowd[0][0]
         return own
 
-    def with_structured_output(  # type: ignore[override]
+    def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
         if not self.structured:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from debate_engine.memory.records import ModelPrice
 from debate_engine.providers.factory import parse_spec
 
@@ -21,6 +23,8 @@ CACHE_RATIOS: dict[str, tuple[float, float]] = {
     ),  # OpenAI: cached input at (at most) half the input price; no charge to write
 }
 """The cache price ratios providers publish for a family, where the price list has none: (read, write)."""
+CACHE_PRICES: tuple[Literal["cache_read", "cache_write"], ...] = ("cache_read", "cache_write")
+"""The prices of a prompt token read from and written to the cache, in the order of the ratios."""
 
 
 def family(spec: str) -> str | None:
@@ -45,11 +49,11 @@ def with_cache_ratios(
     ratios = CACHE_RATIOS.get(family(spec) or "")
     if ratios is None:
         return price
-    out = ModelPrice(**price)  # type: ignore[typeddict-item]
-    estimated = []
-    for key, ratio in zip(("cache_read", "cache_write"), ratios, strict=True):
+    out = ModelPrice(**price)
+    estimated: list[str] = []
+    for key, ratio in zip(CACHE_PRICES, ratios, strict=True):
         if key in keys and ratio != 1.0 and out.get(key, out["input"]) == out["input"]:
-            out[key] = round(out["input"] * ratio, 9)  # type: ignore[literal-required]
+            out[key] = round(out["input"] * ratio, 9)
             estimated.append(key)
     if estimated:
         out["estimated"] = estimated
@@ -65,7 +69,7 @@ def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> Model
     parsed = parse_spec(spec)
     if parsed.provider in FREE_PROVIDERS:
         return ModelPrice(input=0.0, output=0.0)
-    from genai_prices import Usage, calc_price
+    from genai_prices import Usage, calc_price  # start-up: debate list skips the price tables
 
     def per_million(**tokens: int) -> float:
         return float(

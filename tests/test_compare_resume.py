@@ -1,10 +1,11 @@
 """``debate compare`` stopped by SIGINT part-way: exit 130 saying how to continue, then the same figures as an
 uninterrupted comparison, and no call of a run that had finished sent again.
 
-The real command runs in subprocesses against a loopback OpenAI-compatible server that records every request.
+The real command runs against a loopback OpenAI-compatible server that records every request.
 With ``--jobs 1`` the runs go one after another: single's 5, then the debates; the 38th request (a critique of
 the third debate) hangs, and SIGINT stops the comparison there. Each request is traced to its run by what its
 prompt holds: the task's question, and the generalist's voice for single and vote (the debaters are others).
+The stopped comparison runs in a subprocess, the others through the entry point in this process.
 Accuracy is 0 (the server's replies are no arithmetic); what is checked is the resumption.
 """
 
@@ -22,9 +23,11 @@ import pytest
 
 from debate_engine.app.measure.compare.execute import finished
 from debate_engine.app.measure.compare.tasks import builtin_tasks
-from tests.support.debate_cli import background, cli, cli_env, wait_for
+from tests.support.debate_cli import background, cli_env, in_process, wait_for
 from tests.support.openai_server import OpenAIServer
 from tests.support.resume_debate import STOP_WAIT_S
+
+pytestmark = pytest.mark.integration  # SIGINT needs a process of its own
 
 TASKS = f"builtin:arithmetic:{5}"
 ARGS = [
@@ -103,7 +106,7 @@ def comparisons(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 found[name] = stop_part_way(server, env, folder)
                 found["finished"] = finished_runs(folder / "k.sqlite")
                 continue
-            done = cli(*ARGS, *extra, "--output", str(folder / f"{name}.json"), env=env)
+            done = in_process(*ARGS, *extra, "--output", str(folder / f"{name}.json"), env=env)
             assert done.returncode == 0, done.stderr
             found[name] = {
                 "out": done.stdout,

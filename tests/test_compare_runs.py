@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,13 @@ def test_the_table_json_and_chart_are_written(
     )
     table = capsys.readouterr().out
     assert table == md.read_text() and "| single |" in table and "| debate |" in table
-    assert svg.read_text().startswith("<svg") and svg.read_text().count("<circle") == 3
+    chart = svg.read_text()
+    drawn = [g.get("id") for g in ET.fromstring(chart).iter("{http://www.w3.org/2000/svg}g")]
+    assert chart.startswith("<svg") and [g for g in drawn if g and g.startswith("protocol-")] == [
+        "protocol-0",
+        "protocol-1",
+        "protocol-2",
+    ]  # one point and interval per protocol
     assert len(found["runs"]) == 18 and {"flips", "confidently_wrong_consensus"} <= set(
         _by_label(found)["debate"]
     )

@@ -7,13 +7,12 @@ import json
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from debate_engine.app.cli.main import main
 from debate_engine.app.store.database import athread_lock
-from tests.support.debate_cli import cli, cli_env
+from tests.support.debate_cli import in_process
 
 PROBLEM = "Design a rate limiter"
 
@@ -22,7 +21,7 @@ PROBLEM = "Design a rate limiter"
 def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Return a finished 3-agent debate of 2 rounds on the fake model, thread ``o``."""
     db = tmp_path_factory.mktemp("fork") / "d.sqlite"
-    done = cli(
+    done = in_process(
         "run",
         "--model",
         "fake",
@@ -58,7 +57,7 @@ def table_rows(out: str) -> list[list[str]]:
 def test_variants_list_each_verdict_and_mark_the_flips(original: Path) -> None:
     """The same model repeats the original's verdict; a different model, and a smaller panel, flip it."""
     variants = "model=fake;model=fake:words=30;agents=architect,security"
-    ran = cli(
+    ran = in_process(
         "fork",
         "o",
         "--round",
@@ -69,7 +68,6 @@ def test_variants_list_each_verdict_and_mark_the_flips(original: Path) -> None:
         "v",
         "--db",
         str(original),
-        env=cli_env(),
     )
     assert ran.returncode == 0, ran.stderr
     found = table_rows(ran.stdout)
@@ -85,7 +83,9 @@ def test_variants_list_each_verdict_and_mark_the_flips(original: Path) -> None:
     assert [r[3] for r in found] == ["1 of 3", "1 of 3", "1 of 3", "1 of 2"]
     listed = {
         r["thread"]: r
-        for r in map(json.loads, cli("list", "--json", "--db", str(original)).stdout.splitlines())
+        for r in map(
+            json.loads, in_process("list", "--json", "--db", str(original)).stdout.splitlines()
+        )
     }
     assert {t: listed[t]["forked_from"]["round"] for t in ("v-1", "v-2", "v-3")} == {
         "v-1": 1,
@@ -203,12 +203,14 @@ def test_an_existing_thread_is_never_written_over(
 
 
 def test_a_running_debate_is_not_forked(original: Path) -> None:
-    async def held() -> Any:
-        async with athread_lock(str(original), "o"):  # as the process running it holds it
-            return await asyncio.to_thread(cli, "fork", "o", "--round", "1", "--db", str(original))
-
     before = rows(original)
-    ran = asyncio.run(held())
+    with asyncio.Runner() as loop:
+        held = athread_lock(str(original), "o")  # as the process running it holds it
+        loop.run(held.__aenter__())
+        try:  # a lock file opened apart excludes this process too: the fork is refused as in another
+            ran = in_process("fork", "o", "--round", "1", "--db", str(original))
+        finally:
+            loop.run(held.__aexit__(None, None, None))
     assert ran.returncode == 2 and "error: debate o is running in another process" in ran.stderr
     assert rows(original) == before
 

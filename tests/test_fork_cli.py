@@ -1,4 +1,4 @@
-"""``debate fork`` in subprocesses against a loopback server that records every request.
+"""``debate fork`` through the real entry point against a loopback server that records every request.
 
 A fork keeps the original's turns up to the end of the round byte for byte, never asks a model for them again,
 leaves the original's checkpoints as they were, and goes on with the fork's own models.
@@ -15,7 +15,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine.graph.builder import compile_debate
-from tests.support.debate_cli import cli, cli_env
+from tests.support.debate_cli import cli_env, in_process
 from tests.support.openai_server import OpenAIServer
 
 
@@ -45,7 +45,7 @@ def run_and_fork(folder: Path, run: list[str], fork: list[str]) -> dict[str, Any
     db = folder / "d.sqlite"
     with OpenAIServer(words=30) as server:
         env = cli_env(OPENAI_BASE_URL=server.base_url)
-        done = cli(
+        done = in_process(
             "run",
             "--model",
             "openai:model-a",
@@ -62,7 +62,7 @@ def run_and_fork(folder: Path, run: list[str], fork: list[str]) -> dict[str, Any
         original_requests = len(chat_models(server))
         before = stored(db, "o")
         server.requests.clear()
-        forked = cli("fork", "o", *fork, "--thread-id", "f", "--db", str(db), env=env)
+        forked = in_process("fork", "o", *fork, "--thread-id", "f", "--db", str(db), env=env)
         assert forked.returncode == 0, forked.stderr
         models = chat_models(server)
     return {
@@ -179,7 +179,7 @@ def test_the_kept_rounds_are_stored_once(phases: dict[str, Any]) -> None:
 
 
 def test_list_shows_the_fork_and_its_origin(phases: dict[str, Any]) -> None:
-    listed = cli("list", "--db", str(phases["db"]), "--json")
+    listed = in_process("list", "--db", str(phases["db"]), "--json")
     rows = {row["thread"]: row for row in map(json.loads, listed.stdout.splitlines())}
     assert rows["f"]["forked_from"]["thread"] == "o" and rows["f"]["forked_from"]["round"] == 2
     assert (
@@ -187,7 +187,7 @@ def test_list_shows_the_fork_and_its_origin(phases: dict[str, Any]) -> None:
         and rows["f"]["rounds"] == 4
         and rows["f"]["status"] == "done"
     )
-    table = cli("list", "--db", str(phases["db"])).stdout.splitlines()
+    table = in_process("list", "--db", str(phases["db"])).stdout.splitlines()
     assert table[0].split("\t")[-1] == "forked from"
     assert {line.split("\t")[0]: line.split("\t")[-1] for line in table[1:]} == {
         "f": "o@r2",

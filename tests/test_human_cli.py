@@ -1,4 +1,8 @@
-"""A person at the table through the ``debate`` command: scripted stdin, a kill while a question is pending."""
+"""A person at the table through the ``debate`` command: scripted stdin, a kill while a question is pending.
+
+The commands run in this process through the real entry point, stdin scripted; the kill needs a process of
+its own, so that test is an integration test.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.debate_cli import cli_env, debate_command, finished_calls, wait_for
+import pytest
+
+from tests.support.debate_cli import (
+    Finished,
+    cli_env,
+    debate_command,
+    finished_calls,
+    in_process,
+    wait_for,
+)
 from tests.support.openai_server import OpenAIServer
 
 ALICE = "human:alice"
@@ -28,17 +41,8 @@ def typed(*answers: str) -> str:
     return "".join(f"{a}\n.\n" for a in answers)
 
 
-def run(
-    *args: str, stdin: str, environ: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*debate_command(), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=environ or env(),
-    )
+def run(*args: str, stdin: str, environ: dict[str, str] | None = None) -> Finished:
+    return in_process(*args, env=environ or env(), stdin=stdin)
 
 
 def mine(output: Path) -> list[dict[str, Any]]:
@@ -135,6 +139,7 @@ def test_a_roundtable_gives_the_person_every_third_turn_and_a_pass(tmp_path: Pat
     )
 
 
+@pytest.mark.integration  # a kill needs a process of its own
 def test_a_pending_question_survives_sigkill_and_resume_asks_it_again(tmp_path: Path) -> None:
     db, log = tmp_path / "k.db", tmp_path / "run.err"
     args = (

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from tests.support.debate_cli import cli
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 AGENTS = ["architect", "kiss", "security"]
 
@@ -36,8 +39,17 @@ def test_a_report_file_gets_its_positions_chart_beside_it_and_links_it(tmp_path:
     assert "![Positions over rounds](debate.positions.svg)" in report.read_text()
     svg = chart.read_text()
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
-    assert svg.count("<polyline") == len(AGENTS)
-    assert len(re.findall(r"<circle [^>]*><title>", svg)) == len(AGENTS) * 3  # proposed, r1, r2
+    groups = {g.get("id"): g for g in ET.fromstring(svg).iter(f"{SVG}g")}
+    lines = [gid for gid in groups if re.fullmatch(r"agent-\d+-line", gid or "")]
+    assert len(lines) == len(AGENTS)
+    points = [
+        mark
+        for gid, group in groups.items()
+        if re.fullmatch(r"agent-\d+-points", gid or "")
+        for mark in group.iter()
+        if mark.tag in (f"{SVG}use", f"{SVG}path") and mark.find(f"{SVG}title") is not None
+    ]
+    assert len(points) == len(AGENTS) * 3  # proposed, r1, r2: each point drawn, titled for hover
     assert all(f"<title>{agent}</title>" in svg for agent in AGENTS)
 
     again = tmp_path / "again.md"

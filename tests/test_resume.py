@@ -1,10 +1,13 @@
 """A debate stopped by a signal or killed mid-phase resumes to the same debate, with no turn lost.
 
-Every test drives the real ``debate`` command in subprocesses on a SQLite file
+Every test runs the real ``debate`` command in a subprocess on a SQLite file
 in the test's folder, and stops it after N finished model calls, read from that
-file while the run goes on (tests/support/debate_cli.py). The expected
-transcript is written out by hand (ids, tests/support/resume_debate.py) and
-compared with an uninterrupted run (contents).
+file while the run goes on (tests/support/debate_cli.py). The signal is the
+point, so these are integration tests (``make test``); the uninterrupted run,
+the resume and the listings go through the entry point in this process, which
+shares nothing with the stopped one but the file. The expected transcript is
+written out by hand (ids, tests/support/resume_debate.py) and compared with an
+uninterrupted run (contents).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.support.debate_cli import background, cli, finished_calls, wait_for
+from tests.support.debate_cli import background, finished_calls, in_process, wait_for
 from tests.support.resume_debate import EXPECTED_IDS, ROUNDS, STOP_WAIT_S, TEAM, TOTAL
+
+pytestmark = pytest.mark.integration  # signals need a process of their own
 
 SMALL = [
     "--context-window",
@@ -72,7 +77,7 @@ def summary_key(values: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def resume_and_check(db: Path, out: Path, reference: dict[str, Any]) -> dict[str, Any]:
     """Resume thread ``k`` to its end and check it against the plan and the uninterrupted run."""
-    result = cli(
+    result = in_process(
         "resume", "k", "--db", str(db), "--output", str(out)
     )  # not --quiet: its first line is checked
     assert result.returncode == 0, result.stderr
@@ -92,7 +97,7 @@ def resume_and_check(db: Path, out: Path, reference: dict[str, Any]) -> dict[str
 
 
 def list_rows(db: Path) -> dict[str, list[str]]:
-    result = cli("list", "--db", str(db))
+    result = in_process("list", "--db", str(db))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].split("\t") == [
@@ -123,7 +128,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Any:
         if key not in runs:
             folder = tmp_path_factory.mktemp("whole")
             out = folder / "whole.json"
-            result = cli(
+            result = in_process(
                 "run",
                 *key,
                 "--thread-id",

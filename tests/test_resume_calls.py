@@ -1,7 +1,8 @@
 """A resumed debate sends only the model calls that had not finished, and reports only those.
 
 A loopback OpenAI-compatible server records every request of an uninterrupted run, of a run stopped while
-one call hangs, and of its resume; the requests of the two are compared with those of the one.
+one call hangs, and of its resume; the requests of the two are compared with those of the one. The stopped
+run is a subprocess; the uninterrupted run and the resume go through the entry point in this process.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.support.debate_cli import background, cli, cli_env, finished_calls, wait_for
+from tests.support.debate_cli import background, cli_env, finished_calls, in_process, wait_for
 from tests.support.openai_server import OpenAIServer
 from tests.support.resume_debate import AGENTS, STOP_WAIT_S, TEAM
+
+pytestmark = pytest.mark.integration  # SIGINT needs a process of its own
 
 
 def section_lines(stderr: str, header: str, word: str) -> list[str]:
@@ -39,7 +42,7 @@ def stopped_against_server(tmp_path_factory: pytest.TempPathFactory) -> dict[str
     args = ["--model", "openai:test-model", *TEAM]
     with OpenAIServer(words=40, hang_s=60) as server:
         env = cli_env(OPENAI_BASE_URL=server.base_url)
-        whole = cli(
+        whole = in_process(
             "run",
             *args,
             "--thread-id",
@@ -81,7 +84,7 @@ def stopped_against_server(tmp_path_factory: pytest.TempPathFactory) -> dict[str
         first_prompts = server.prompts()
         server.requests.clear()
 
-        resumed = cli("resume", "k", "--db", str(db), "--verbose", env=env)
+        resumed = in_process("resume", "k", "--db", str(db), "--verbose", env=env)
         assert resumed.returncode == 0, resumed.stderr
         return {
             "code": code,

@@ -1,4 +1,7 @@
-"""What resume refuses: a thread another process is running, a thread that does not exist."""
+"""What resume refuses: a thread another process is running, a thread that does not exist.
+
+A second process and a fresh interpreter are the point of these tests: integration tests (``make test``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.debate_cli import (
     background,
@@ -16,6 +21,8 @@ from tests.support.debate_cli import (
     wait_for,
 )
 from tests.support.resume_debate import TEAM, TOTAL
+
+pytestmark = pytest.mark.integration
 
 
 def checkpoints(db: Path, thread: str = "k") -> int:

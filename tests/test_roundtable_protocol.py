@@ -129,7 +129,8 @@ def test_a_roundtable_stopped_before_setup_resumes_as_a_roundtable(tmp_path: Pat
         stopped.invoke(
             {"problem": "Design a cache"}, config, context=RoundtableContext(**TEAM, turns=3)
         )
-        assert not stopped.get_state(config).values.get("settings")
+        stop = stopped.get_state(config)
+        assert stop.next == ("setup",) and "status" not in stop.values  # setup has not run
     assert (
         main(["resume", "pre", "--db", str(db), "--quiet"]) == 0
     )  # a process that never saw the context

@@ -140,13 +140,12 @@ def test_a_cost_cap_prices_every_call() -> None:
 @pytest.mark.parametrize("rounds", [2, 6])
 def test_the_dry_run_estimate_is_within_ten_percent_of_a_fake_run(rounds: int) -> None:
     context = Context(model="fake:words=120", rounds=rounds)
-    projected = estimate(context, "Design a rate limiter")
+    projected = estimate(context, resolve(context), "Design a rate limiter")
     actual = run(context)
     assert abs(projected["tokens"] - spent(actual)) <= 0.1 * spent(actual)
     assert projected["calls"] == actual["spend"]["total"]["calls"]
-    capped = estimate(
-        dataclasses.replace(context, max_tokens=spent(actual) // 2), "Design a rate limiter"
-    )
+    smaller = dataclasses.replace(context, max_tokens=spent(actual) // 2)
+    capped = estimate(smaller, resolve(smaller), "Design a rate limiter")
     assert capped["fits"] is False
 
 

@@ -1,4 +1,8 @@
-"""A debate under a judged stop rule, killed mid-way, resumes with its positions, its rule and its checks."""
+"""A debate under a judged stop rule, killed mid-way, resumes with its positions, its rule and its checks.
+
+The kill needs a process of its own: an integration test (``make test``). The uninterrupted run and the resume
+go through the entry point in this process.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.debate_cli import cli
+from tests.support.debate_cli import in_process
 from tests.test_resume import stop_after
 
 AGENTS = ["architect", "performance", "security"]
 FIRST_ROUND = 3 + 6 + 3
 """Proposals, critiques and refinements of round 1: the judge's check comes next."""
+
+pytestmark = pytest.mark.integration
 
 
 def run_args(tmp_path: Path) -> list[str]:
@@ -52,7 +58,7 @@ def test_a_killed_quality_debate_resumes_with_its_positions_and_never_runs_the_s
     args = run_args(tmp_path)
     whole = tmp_path / "whole.json"
     assert (
-        cli(
+        in_process(
             "run", *args, "--db", str(tmp_path / "w.sqlite"), "--output", str(whole), "--quiet", "p"
         ).returncode
         == 0
@@ -64,7 +70,7 @@ def test_a_killed_quality_debate_resumes_with_its_positions_and_never_runs_the_s
     code, done = stop_after(db, args, calls, signal.SIGKILL, tmp_path / "run.err")
     assert code == -signal.SIGKILL and done < FIRST_ROUND + 2
     out = tmp_path / "out.json"
-    result = cli("resume", "k", "--db", str(db), "--output", str(out))
+    result = in_process("resume", "k", "--db", str(db), "--output", str(out))
     assert result.returncode == 0, result.stderr
     values = json.loads(out.read_text())
     assert values["settings"]["stop_rule"] == {"type": "quality", "min_round": 1, "threshold": 7}

@@ -1,7 +1,9 @@
 """The ``debate`` subcommands: one module each, with ``register(subparsers)`` and ``main(args) -> exit code``.
 
-A command module imports only ``argparse`` at its top, so building the
-parser (``debate --help``) stays instant; its ``main`` imports what it needs.
+A command module imports only light modules at its top, so building the
+parser (``debate --help``) stays instant; its ``main`` imports what needs
+LangGraph (or asyncio, procrastinate), each such import marked ``# start-up:``,
+or one module that does the work (``fork`` hands it to ``forker``).
 """
 
 COMMANDS = (

@@ -82,7 +82,8 @@ def register(sub: Any) -> None:
     cmd.add_argument("--output", help="write everything (figures and every run) as JSON here")
     cmd.add_argument("--md", help="write the Markdown table here too")
     cmd.add_argument(
-        "--plot", help="write an SVG chart here: accuracy and its interval against tokens per task"
+        "--plot",
+        help="write an SVG chart here: each protocol's accuracy with its interval, and its tokens per task",
     )
     scratch = argparse.ArgumentParser(add_help=False)
     add_run_options(scratch)

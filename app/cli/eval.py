@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, EXIT_PROVIDER, OutputFailed, UserError
 from debate_engine.app.cli.outputs import add_db, add_env_file, check_outputs, load_env_file
-from debate_engine.app.cli.report import add_source
+from debate_engine.app.cli.report import add_source, debate_of
 
 if TYPE_CHECKING:
     from debate_engine.app.measure.evaluate import Evaluator
@@ -37,12 +39,12 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import json
-
-    from debate_engine.app.cli.report import debate_of
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.app.measure.evaluate import evaluate, evaluators_of
-    from debate_engine.providers.factory import check_credentials
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
+    from debate_engine.app.measure.evaluate import (  # start-up: no langgraph in --help
+        evaluate,
+        evaluators_of,
+    )
+    from debate_engine.providers.factory import check_credentials  # start-up: no asyncio in --help
 
     load_env_file(args.env_file)
     check_outputs(args)
@@ -113,8 +115,6 @@ def _write(path: str, text: str, flag: str = "output") -> None:
 
 def append_csv(path: str, doc: dict[str, Any]) -> None:
     """One row per evaluated debate with the averages; the header only when the file is new or empty."""
-    import csv
-
     target = Path(path)
     new = not target.exists() or target.stat().st_size == 0
     with target.open("a", encoding="utf-8", newline="") as handle:
@@ -137,7 +137,7 @@ def append_csv(path: str, doc: dict[str, Any]) -> None:
 
 def markdown(doc: dict[str, Any]) -> str:
     """Return the scores as a table (one column per evaluator, then the average), then every justification."""
-    from debate_engine.app.measure.evaluate import CRITERIA
+    from debate_engine.app.measure.evaluate import CRITERIA  # start-up: no langgraph in --help
 
     records = doc["evaluators"]
     head = [f"{r['id']} (`{r['model']}`)" for r in records]

@@ -52,8 +52,11 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.app.store.queue import lost_database, require_postgres
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
+    from debate_engine.app.store.queue import (  # start-up: no procrastinate in --help
+        lost_database,
+        require_postgres,
+    )
 
     db = db_of(args)
     require_postgres(db, "jobs")
@@ -64,9 +67,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _jobs(db: str, wait: bool, interval: float) -> int:
-    import asyncio
+    import asyncio  # start-up: no asyncio in --help
 
-    from debate_engine.app.store.queue import open_queue
+    from debate_engine.app.store.queue import open_queue  # start-up: no procrastinate in --help
 
     async with open_queue(db) as (app, saver):
         rows = await job_rows(app, saver)
@@ -98,8 +101,8 @@ async def job_rows(app: Any, saver: Any) -> list[dict[str, Any]]:
 
     A failed job whose thread has since finished (``debate resume`` outside the queue) counts as done.
     """
-    from debate_engine.app.store.database import status_of
-    from debate_engine.app.store.queue import QUEUE, TASK
+    from debate_engine.app.store.database import status_of  # start-up: no langgraph in --help
+    from debate_engine.app.store.queue import QUEUE, TASK  # start-up: no procrastinate in --help
 
     rows = await app.connector.execute_query_all_async(JOBS_SQL, queue=QUEUE, task=TASK)
     out = []
@@ -134,7 +137,7 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 async def print_rows(saver: Any, rows: list[dict[str, Any]]) -> None:
-    from debate_engine.app.store.database import status_of
+    from debate_engine.app.store.database import status_of  # start-up: no langgraph in --help
 
     print("thread\tstate\tworker\tattempts\tprogress\terror")
     for row in rows:

@@ -10,6 +10,7 @@ from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, db_of
+from debate_engine.providers.secrets import redact
 
 COLUMNS = (
     "thread",
@@ -48,8 +49,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.providers.secrets import redact
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     if args.limit < 1 and not args.all:
         raise UserError(f"--limit {args.limit}: show at least 1 debate, or every one with --all")
@@ -77,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _cells(row: dict[str, Any]) -> list[str]:
     """Return a row as the table prints it: tokens and cost name the cached prompt tokens and the saving when any."""
-    from debate_engine.app.store.forking import origin_text  # a fork's origin as THREAD@rK
+    from debate_engine.app.store.forking import origin_text  # start-up: no langgraph in --help
 
     updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(row["updated_at"]))
     tokens, cost = str(row["tokens"]), f"${row['cost']:.4f}"
@@ -104,7 +104,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
 
 async def rows_of(db: str) -> list[dict[str, Any]]:
     """One row per thread: its newest checkpoint's status record, never the whole debate."""
-    from debate_engine.app.store.database import (
+    from debate_engine.app.store.database import (  # start-up: no langgraph in --help
         athread_busy,
         open_checkpointer,
         status_of,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import stat
@@ -12,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
+from debate_engine.app.reports.verdict_section import verdict_line
+from debate_engine.config.wording import quoted
+from debate_engine.providers.secrets import redact
 
 OUTPUT_FLAGS = ("output", "report", "csv", "md")
 THREAD_HELP = (
@@ -26,8 +30,6 @@ def check_outputs(args: argparse.Namespace) -> None:
     Each one is tried for real: a new file is created and removed, an existing one
     opened for appending (nothing written), a device such as ``/dev/full`` given one byte.
     """
-    from debate_engine.config.file import quoted
-
     for flag in OUTPUT_FLAGS:
         target = getattr(args, flag, None)
         if target is None:
@@ -90,9 +92,7 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
     Everything is redacted on the way out too: a debate stored by an older
     version, or a model that repeats a secret, must not put it on screen or disk.
     """
-    from debate_engine.app.reports.verdict_section import verdict_line
-    from debate_engine.nodes.synthesize import render_solution
-    from debate_engine.providers.secrets import redact
+    from debate_engine.nodes.synthesize import render_solution  # start-up: no langgraph in --help
 
     failed = []
     for flag, target, text in _documents(values, args):
@@ -121,9 +121,12 @@ def _documents(
     values: dict[str, Any], args: argparse.Namespace
 ) -> list[tuple[str, str, Callable[[], str]]]:
     """Return the outputs asked for: flag, file, and how to render its text."""
-    from debate_engine.app.reports.charts import report_files
-    from debate_engine.app.reports.markdown import export_state, render_report
-    from debate_engine.nodes.synthesize import render_solution
+    from debate_engine.app.reports.charts import report_files  # start-up: no matplotlib in --help
+    from debate_engine.app.reports.markdown import (  # start-up: no langgraph in --help
+        export_state,
+        render_report,
+    )
+    from debate_engine.nodes.synthesize import render_solution  # start-up: no langgraph in --help
 
     found: list[tuple[str, str, Callable[[], str]]] = []
     output = getattr(args, "output", None)
@@ -164,7 +167,7 @@ def say(args: argparse.Namespace, line: str) -> None:
 
 def db_of(args: argparse.Namespace) -> str:
     """Return the database a command uses: ``--db``, else the default."""
-    from debate_engine.app.store.database import default_db
+    from debate_engine.app.store.database import default_db  # start-up: no langgraph in --help
 
     return str(getattr(args, "db", None) or default_db())
 
@@ -229,8 +232,6 @@ def load_env_file(path: str | None) -> list[str]:
 
 def _parse_env(text: str) -> dict[str, str | None]:
     """Return the file read as python-dotenv reads it (``export``, quotes, comments, multi-line values)."""
-    import io
-
-    from dotenv import dotenv_values
+    from dotenv import dotenv_values  # start-up: python-dotenv only for --env-file
 
     return dict(dotenv_values(stream=io.StringIO(text)))

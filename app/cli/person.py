@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import UserError
-from debate_engine.nodes.human import PASSED
+from debate_engine.nodes.human import HUMAN_TURN, PASSED
 
 END = "."
 """A line holding only this ends an answer typed at the terminal."""
@@ -27,8 +27,6 @@ END = "."
 
 def is_person_question(value: Any) -> bool:
     """Whether an interrupt asks a person's turn (the clarifications ask the user otherwise)."""
-    from debate_engine.nodes.human import HUMAN_TURN
-
     return isinstance(value, dict) and value.get("type") == HUMAN_TURN
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from debate_engine.app.reports.figures import cache_phrase, duration, totals
 from debate_engine.app.reports.words import counted
 from debate_engine.config.settings import HUMAN_PREFIX, is_human
 from debate_engine.providers.secrets import redact
@@ -69,8 +70,6 @@ def summary_line(values: dict[str, Any]) -> str:
 
     The same figures as the report's, however many runs the debate took.
     """
-    from debate_engine.app.reports.figures import cache_phrase, duration, totals
-
     t = totals(values)
     stopped = f" (and {duration(t['stopped_s'])} stopped)" if t["stopped_s"] >= 1 else ""
     cache = cache_phrase(t)
@@ -98,8 +97,6 @@ class Progress:
 
     def resume(self, values: dict[str, Any]) -> None:
         """Start from a stored debate: the calls it has made (its spend), the calls it has left, its tokens."""
-        from debate_engine.app.reports.figures import totals
-
         settings, status = values.get("settings") or {}, values.get("status") or {}
         by_phase = (values.get("spend") or {}).get("by_phase") or {}
         made = totals(values)

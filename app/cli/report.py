@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
 from debate_engine.app.cli.outputs import add_db, check_outputs
+from debate_engine.app.cli.show import stored_values
+from debate_engine.providers.secrets import redact
 
 
 def register(sub: Any) -> None:
@@ -31,9 +34,9 @@ def add_source(parser: argparse.ArgumentParser) -> None:
 
 def load_export(path: str) -> dict[str, Any]:
     """Return a debate's values from the JSON ``debate run --output FILE.json`` wrote."""
-    import json
-
-    from debate_engine.app.reports.markdown import values_from_export
+    from debate_engine.app.reports.markdown import (  # start-up: no langgraph in --help
+        values_from_export,
+    )
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -58,8 +61,7 @@ def load_export(path: str) -> dict[str, Any]:
 
 def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """Return the debate named by ``source`` or ``--thread``, and how to name it: the file's path or ``thread:ID``."""
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.app.cli.show import stored_values
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     if args.source and args.thread:
         raise UserError("name one debate: a DEBATE.json file or --thread ID, not both")
@@ -75,9 +77,8 @@ def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.reports.charts import report_files
-    from debate_engine.app.reports.markdown import render_report
-    from debate_engine.providers.secrets import redact
+    from debate_engine.app.reports.charts import report_files  # start-up: no matplotlib in --help
+    from debate_engine.app.reports.markdown import render_report  # start-up: no langgraph in --help
 
     check_outputs(args)
     values, _ = debate_of(args)

@@ -186,19 +186,27 @@ def problem_of(args: argparse.Namespace) -> str:
 
 
 def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any:
-    """Return the run's context from the flags, resolved once here so every mistake shows before any call.
+    """Return the run's context from the flags, checked as the run will resolve it (see :func:`checked`)."""
+    return checked_context(_context_of(args), credentials)
+
+
+def resolved_from_args(args: argparse.Namespace, credentials: bool = True) -> tuple[Any, Any]:
+    """Return the run's context from the flags and its settings, resolved once, here, where the run starts.
 
     ``credentials`` False leaves API keys unchecked: a dry run calls no model, so it needs none.
     """
+    context = _context_of(args)
+    return context, checked(context, credentials)
+
+
+def _context_of(args: argparse.Namespace) -> Any:
+    """Return the flags as the protocol's context (a ``Context`` or ``RoundtableContext``), unresolved."""
     from debate_engine.config.context import Context, RoundtableContext
 
     fields = context_fields(args)
     if getattr(args, "protocol", "phases") == "roundtable":
-        return checked_context(
-            RoundtableContext(
-                **fields, turns=args.turns, order=args.order or "", summary_every=args.summary_every
-            ),
-            credentials,
+        return RoundtableContext(
+            **fields, turns=args.turns, order=args.order or "", summary_every=args.summary_every
         )
     if (
         getattr(args, "turns", None)
@@ -208,7 +216,7 @@ def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any
         raise UserError(
             "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
         )
-    return checked_context(Context(**fields), credentials)
+    return Context(**fields)
 
 
 def context_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -251,8 +259,11 @@ def _is_file(path: str) -> bool:
         raise UserError(f"config file {path}: {exc.strerror}; check the path") from None
 
 
-def checked_context(context: Any, credentials: bool = True) -> Any:
-    """Resolve ``context`` as the debate's setup will, so every mistake shows before any call."""
+def checked(context: Any, credentials: bool = True) -> Any:
+    """Resolve ``context`` into the run's settings, so every mistake shows before any call.
+
+    ``credentials`` False leaves API keys unchecked (a dry run needs none).
+    """
     from debate_engine.config.resolve import resolve
     from debate_engine.config.settings import is_human
     from debate_engine.providers.factory import check_credentials
@@ -260,38 +271,48 @@ def checked_context(context: Any, credentials: bool = True) -> Any:
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]) if credentials else ():
         if not is_human(profile):  # a person's seat has no model, so no key
-            check_credentials(
-                profile["model"]
-            )  # a missing API key is an input error, found before any call
+            check_credentials(profile["model"])  # a missing key is an input error, before any call
+    return settings
+
+
+def checked_context(context: Any, credentials: bool = True) -> Any:
+    """Return ``context`` once it resolves (see :func:`checked`)."""
+    checked(context, credentials)
     return context
 
 
 def people(context: Any) -> list[str]:
-    """Return the seats persons take in this run."""
+    """Return the seats persons take in a run of ``context``."""
     from debate_engine.config.resolve import resolve
+
+    return seated(resolve(context))
+
+
+def seated(settings: Any) -> list[str]:
+    """Return the seats persons take in a run of these settings."""
     from debate_engine.config.settings import is_human
 
-    return [a["id"] for a in resolve(context)["agents"] if is_human(a)]
+    return [a["id"] for a in settings["agents"] if is_human(a)]
 
 
 def main(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
     problem = problem_of(args)
     check_outputs(args)
-    context = context_from_args(args, credentials=not args.dry_run)
+    context, settings = resolved_from_args(args, credentials=not args.dry_run)
     if args.dry_run:
         from debate_engine.app.measure.estimate import estimate, render_estimate
 
-        if seated := people(context):
+        if seats := seated(settings):
             raise UserError(
-                f"--dry-run cannot project a debate with a person at the table ({', '.join(seated)}): "
+                f"--dry-run cannot project a debate with a person at the table ({', '.join(seats)}): "
                 "their turns wait for answers; leave --human (and human seats) out to project the "
                 "agents' spend"
             )
 
-        print(render_estimate(estimate(context, problem)))
+        print(render_estimate(estimate(context, settings, problem)))
         return 0
-    start_embedded_model(args, context)
+    start_embedded_model(settings)
     from debate_engine.app.cli.runner import (
         run_until_signal,
     )  # LangGraph's imports: the embedded model loads meanwhile
@@ -299,39 +320,29 @@ def main(args: argparse.Namespace) -> int:
     args.thread_id = (
         args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     )
-    return run_until_signal(_run(args, problem, context))
+    return run_until_signal(_run(args, problem, context, settings))
 
 
-def start_embedded_model(args: argparse.Namespace, context: Any) -> None:
+def start_embedded_model(settings: Any) -> None:
     """Start the embedded model's server now when a seat's model is it, settings checked, nothing else started yet.
 
     Its load (seconds) then overlaps the imports and the graph's build (about a second) instead of following them.
     """
-    from debate_engine.config.resolve import resolve
     from debate_engine.config.settings import is_human
-    from debate_engine.providers.factory import default_model, provider_of
+    from debate_engine.providers.factory import provider_of
     from debate_engine.providers.local_server import start_server
 
-    every_seat = args.model or (
-        "" if args.config else default_model()
-    )  # without a config file, one model for all
-    if every_seat and provider_of(every_seat) != "local":
-        return  # known without resolving the settings again
-
-    settings = resolve(context)
-    if any(
-        provider_of(p["model"]) == "local"
-        for p in (*settings["agents"], settings["judge"])
-        if not is_human(p)
-    ):
+    seats = (*settings["agents"], settings["judge"])
+    if any(provider_of(p["model"]) == "local" for p in seats if not is_human(p)):
         start_server()
 
 
-async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
+async def _run(args: argparse.Namespace, problem: str, context: Any, settings: Any) -> int:
     from debate_engine.app.cli.progress import Progress
     from debate_engine.app.cli.runner import drive, graph_for
     from debate_engine.app.store.database import athread_lock, open_checkpointer
     from debate_engine.config.context import context_dict
+    from debate_engine.nodes.setup import INTAKE
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:
@@ -347,9 +358,17 @@ async def _run(args: argparse.Namespace, problem: str, context: Any) -> int:
                 print(f"debate {args.thread_id}", file=sys.stderr)
             progress = Progress(args.quiet, args.verbose)
             try:
-                # The settings travel with the input too: a stop before setup finishes resumes with them.
-                payload = {"problem": problem, "context": context_dict(context)}
-                snapshot = await drive(graph, payload, config, context, progress)
+                # The input and the settings resolved above, written as the graph's first node would:
+                # checkpointed before setup, so a stop anywhere resumes with them, never resolved again.
+                given = context_dict(context)
+                taken = {
+                    "problem": problem,
+                    "context": given,
+                    "context_taken": given,
+                    "settings": settings,
+                }
+                await graph.aupdate_state(config, taken, as_node=INTAKE)
+                snapshot = await drive(graph, None, config, context, progress)
             finally:
                 progress.close()
     try:

@@ -20,6 +20,7 @@ from langgraph.types import Command, Interrupt
 from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.cli.person import answer_turn, is_person_question
 from debate_engine.app.cli.progress import Progress
+from debate_engine.config.context import RoundtableContext
 from debate_engine.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, DebateError
 
 T = TypeVar("T")
@@ -157,19 +158,15 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
 
 def graph_for(context_or_protocol: Any, saver: Any) -> Any:
     """Return the phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
-    from debate_engine.config.context import RoundtableContext
-
     if context_or_protocol == "sample":
-        from debate_engine.graph.sample import compile_sample
+        from debate_engine.graph.sample import compile_sample  # start-up: one graph per run
 
         return compile_sample(checkpointer=saver)
     if isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable":
-        from debate_engine.graph.roundtable import compile_roundtable
+        from debate_engine.graph.roundtable import compile_roundtable  # start-up: one graph per run
 
         return compile_roundtable(checkpointer=saver)
-    from debate_engine.graph.builder import (
-        compile_debate,
-    )  # only the graph this run needs is imported and built
+    from debate_engine.graph.builder import compile_debate  # start-up: one graph per run
 
     return compile_debate(checkpointer=saver)
 

@@ -17,6 +17,7 @@ from debate_engine.app.cli.outputs import (
     where,
 )
 from debate_engine.app.reports.verdict_section import verdict_line
+from debate_engine.providers.secrets import redact
 
 
 def register(sub: Any) -> None:
@@ -33,8 +34,10 @@ def register(sub: Any) -> None:
 
 async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
     """Return the whole state of ``args.thread``; a named error when there is none."""
-    from debate_engine.app.store.database import open_checkpointer
-    from debate_engine.graph.builder import compile_debate
+    from debate_engine.app.store.database import (  # start-up: no langgraph in --help
+        open_checkpointer,
+    )
+    from debate_engine.graph.builder import compile_debate  # start-up: no langgraph in --help
 
     async with open_checkpointer(db_of(args)) as saver:
         snapshot = await compile_debate(checkpointer=saver).aget_state(
@@ -46,8 +49,7 @@ async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.providers.secrets import redact
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     check_outputs(args)
     values = run_until_signal(stored_values(args))

@@ -11,8 +11,10 @@ finished call is in the checkpoint) and hands them back to the queue at once.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import socket
 import sys
 from typing import Any
@@ -54,9 +56,12 @@ def handover_bound(stall_s: float) -> float:
 
 
 def main(args: argparse.Namespace) -> int:
-    import asyncio
+    import asyncio  # start-up: no asyncio in --help
 
-    from debate_engine.app.store.queue import lost_database, require_postgres
+    from debate_engine.app.store.queue import (  # start-up: no procrastinate in --help
+        lost_database,
+        require_postgres,
+    )
 
     db = db_of(args)
     require_postgres(db, "worker")
@@ -77,9 +82,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _work(db: str, name: str, concurrency: int, stall_s: float) -> None:
-    import asyncio
-    import contextlib
-    import signal
+    import asyncio  # start-up: no asyncio in --help
 
     # Until procrastinate installs its own handlers (stop taking jobs, hand running ones back), a signal
     # cancels the start-up: nothing is claimed yet.
@@ -91,12 +94,18 @@ async def _work(db: str, name: str, concurrency: int, stall_s: float) -> None:
 
 
 async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
-    import asyncio
+    import asyncio  # start-up: no asyncio in --help
 
-    from debate_engine.app.store.queue import QUEUE, open_queue, server_of
-    from debate_engine.graph.builder import compile_debate
-    from debate_engine.graph.roundtable import compile_roundtable
-    from debate_engine.graph.sample import compile_sample
+    from debate_engine.app.store.queue import (  # start-up: no procrastinate in --help
+        QUEUE,
+        open_queue,
+        server_of,
+    )
+    from debate_engine.graph.builder import compile_debate  # start-up: no langgraph in --help
+    from debate_engine.graph.roundtable import (  # start-up: no langgraph in --help
+        compile_roundtable,
+    )
+    from debate_engine.graph.sample import compile_sample  # start-up: no langgraph in --help
 
     async with open_queue(db, size=concurrency + 1) as (app, saver):
         # Every protocol a job may name: `debate submit`'s, and `debate compare --queue`'s single and vote.
@@ -131,9 +140,9 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
 
 
 async def _sweep(app: Any, stall_s: float, name: str) -> None:
-    import asyncio
+    import asyncio  # start-up: no asyncio in --help
 
-    from debate_engine.app.store.queue import sweep_stalled
+    from debate_engine.app.store.queue import sweep_stalled  # start-up: no procrastinate in --help
 
     while True:
         try:

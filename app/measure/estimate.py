@@ -18,13 +18,11 @@ REPLY_SHARE = 0.6
 WORDS_PER_TOKEN = 0.75
 
 
-def estimate(context: Any, problem: str = "(dry run)") -> dict[str, Any]:
-    """Projected tokens and cost per phase and per agent, and whether the debate fits its cap."""
+def estimate(context: Any, settings: Any, problem: str = "(dry run)") -> dict[str, Any]:
+    """Project tokens and cost per phase and per agent of ``context`` (resolved as ``settings``), and the fit."""
     from debate_engine.app.cli.runner import graph_for
-    from debate_engine.config.resolve import resolve
     from debate_engine.providers.prices import cost
 
-    settings = resolve(context)
     profiles = {p["id"]: p for p in (*settings["agents"], settings["judge"])}
     simulated = dataclasses.replace(
         context,

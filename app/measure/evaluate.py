@@ -32,6 +32,7 @@ from debate_engine.memory import (
     truncate_to_tokens,
 )
 from debate_engine.memory.summarizer import total_usage
+from debate_engine.nodes.synthesize import render_solution
 from debate_engine.nodes.views import DEBATER_KINDS
 from debate_engine.prompts import load_prompt, read_prompt_file, render
 from debate_engine.providers.factory import (
@@ -233,8 +234,6 @@ def _clarifications(values: dict[str, Any]) -> str:
 
 def build_prompt(values: dict[str, Any], evaluator: Evaluator) -> tuple[str, str, int]:
     """System and user prompt within the evaluator's budget, and their tokens (the tool schema included)."""
-    from debate_engine.nodes.synthesize import render_solution
-
     total = make_budget(evaluator.context_window, evaluator.max_output_tokens).total
     template = render(
         load_prompt("phases/evaluate"),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from debate_engine.nodes.status import spent
+
 PHASES = (
     "clarification",
     "proposal",
@@ -26,8 +28,6 @@ PHASES = (
 
 def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[str, Any]:
     """One call's row: its charged requests (the spend's rule), their tokens and latencies."""
-    from debate_engine.nodes.status import spent
-
     cost, attempts = spent(record), record.get("attempts")
     if attempts is not None:
         latency = [a.get("latency_ms", 0) for a in attempts if a.get("usage")]

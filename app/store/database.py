@@ -18,11 +18,13 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, LiteralString, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine.errors import InputError, StorageTrouble
+from debate_engine.providers.secrets import redact
 
 # Each step jumps to the next thread id through the primary-key index: the
 # time grows with the number of threads, not with the checkpoints they hold.
@@ -86,15 +88,11 @@ async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
 
 def _failed(db: str, exc: BaseException) -> str:
     """Return what failed, in words, without the URL's password or any configured secret."""
-    from debate_engine.providers.secrets import redact
-
     detail = " ".join(str(exc).split())[:300]
     return redact(f"the debate database {db} failed ({type(exc).__name__}: {detail})")
 
 
 async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     path = await asyncio.to_thread(_sqlite_path, db)
     try:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
@@ -139,7 +137,7 @@ async def schema_lock(db: str) -> AsyncIterator[Any]:
     The lock is polled, never waited for in a statement (an open transaction): the saver's ``CREATE INDEX
     CONCURRENTLY`` in the process holding the lock would wait for it forever.
     """
-    import psycopg
+    import psycopg  # start-up: optional postgres extra
 
     async with await psycopg.AsyncConnection.connect(
         db, autocommit=True, connect_timeout=10
@@ -156,7 +154,9 @@ async def schema_lock(db: str) -> AsyncIterator[Any]:
 
 async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     try:
-        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.checkpoint.postgres.aio import (  # start-up: optional postgres extra
+            AsyncPostgresSaver,
+        )
     except ImportError:
         raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
     try:
@@ -200,9 +200,25 @@ def _sqlite_path(db: str) -> Path:
     return path
 
 
+@runtime_checkable
+class Connected(Protocol):
+    """A checkpointer that holds its database connection, as both of ours (SQLite, PostgreSQL) do."""
+
+    @property
+    def conn(self) -> Any:
+        """The driver's connection: aiosqlite's or psycopg's, which share no type."""
+
+
+def connection_of(saver: BaseCheckpointSaver) -> Any:
+    """Return the database connection of one of our checkpointers, to query it directly."""
+    if not isinstance(saver, Connected):
+        raise TypeError(f"{type(saver).__name__} holds no database connection")
+    return saver.conn
+
+
 async def thread_ids(saver: BaseCheckpointSaver) -> list[str]:
     """Every thread in the database, sorted by id."""
-    conn: Any = saver.conn  # type: ignore[attr-defined]
+    conn = connection_of(saver)
     if is_postgres_conn(conn):
         async with conn.cursor() as cur:
             await cur.execute(THREADS_SQL)
@@ -285,7 +301,7 @@ def _file_lock(db: str, thread: str) -> IO[str]:
     return handle
 
 
-LOCK_SESSION_SQL = (
+LOCK_SESSION_SQL: tuple[LiteralString, ...] = (
     "SET tcp_keepalives_idle = 5",
     "SET tcp_keepalives_interval = 2",
     "SET tcp_keepalives_count = 3",
@@ -308,7 +324,7 @@ def _busy(thread: str) -> ThreadBusy:
 
 @asynccontextmanager
 async def _advisory_lock(db: str, thread: str) -> AsyncIterator[None]:
-    import psycopg
+    import psycopg  # start-up: optional postgres extra
 
     try:
         conn = await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10)
@@ -318,7 +334,7 @@ async def _advisory_lock(db: str, thread: str) -> AsyncIterator[None]:
         ) from None
     async with conn:
         for setting in LOCK_SESSION_SQL:
-            await conn.execute(setting)  # type: ignore[arg-type]
+            await conn.execute(setting)
         row = await (
             await conn.execute("SELECT pg_try_advisory_lock(%s)", (lock_key(thread),))
         ).fetchone()

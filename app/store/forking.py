@@ -115,7 +115,7 @@ def _not_reached(thread: str, round_no: int, done: list[int], roundtable: bool) 
 def fork_settings(
     values: dict[str, Any], changes: Changes, round_no: int
 ) -> tuple[dict[str, Any], RunSettings]:
-    """Return the fork's context and settings: the original's context with the changes, resolved as setup resolves.
+    """Return the fork's context and settings: the original's context with the changes, resolved as ``intake`` resolves.
 
     Without changes the original's settings are kept as they are (a config file
     edited since is not read again). ``judge_model`` resolves the context once

@@ -1,4 +1,8 @@
-"""Run the real ``debate`` command in subprocesses and watch its progress in its SQLite file.
+"""Run the real ``debate`` command, in this process or in subprocesses, and watch its progress in its SQLite file.
+
+``in_process`` calls the real entry point with its streams captured: what a command prints and returns, at no
+interpreter's start. A subprocess (``cli``, ``background``) is for tests where a signal, a second process or a
+fresh interpreter is the point; those are marked ``integration`` and run by ``make test``.
 
 Each finished model call is one ``__return__`` write of its task in the checkpoint, so "after N
 contributions" is observable without timing.
@@ -6,17 +10,21 @@ contributions" is observable without timing.
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from debate_engine.app.cli.main import main
 
 
 def debate_command() -> list[str]:
@@ -45,6 +53,37 @@ def cli_env(**extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What a command run in this process left: the fields a finished subprocess has."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def in_process(*args: str, env: Mapping[str, str] | None = None, stdin: str = "") -> Finished:
+    """Run ``debate ARGS`` through ``main`` with its streams captured, in the environment ``env``.
+
+    ``env`` replaces the whole environment for the command, as it would for a subprocess (``cli_env()`` when
+    not given), and is put back afterwards; ``stdin`` is what the command reads, as if typed.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        wanted = dict(env if env is not None else cli_env())
+        for name in set(os.environ) - set(wanted):
+            patch.delenv(name)
+        for name, value in wanted.items():
+            patch.setenv(name, value)
+        patch.setattr(sys, "stdin", io.StringIO(stdin))
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's usage errors and --help
+                code = int(exit_.code or 0)
+    return Finished(code, out.getvalue(), err.getvalue())
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

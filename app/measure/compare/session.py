@@ -18,6 +18,7 @@ from debate_engine.app.measure.compare.execute import Comparison, run_protocol
 from debate_engine.app.measure.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
 from debate_engine.app.measure.compare.queued import run_protocol_queued
 from debate_engine.app.measure.compare.tasks import Task
+from debate_engine.app.reports.charts import accuracy_svg
 
 ORDER = ("single", "debate", "debate-vote", "roundtable", "vote")
 """Run order: the vote is sized last, from what single and the debate spent."""
@@ -273,7 +274,7 @@ def _write(
     for target, text in (
         (args.md, lambda: table),
         (args.output, lambda: json.dumps(everything, indent=2)),
-        (args.plot, lambda: results.svg(summaries)),
+        (args.plot, lambda: accuracy_svg(summaries)),
     ):
         if target:
             Path(target).write_text(redact(text()), encoding="utf-8")

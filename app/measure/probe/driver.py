@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
+from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.probe.facts import Fact, briefings, landed, reply_notes
 from debate_engine.app.measure.probe.readings import (
     fake_ceiling,
@@ -70,8 +71,6 @@ def run_probe(
     every: int = 10,
 ) -> dict[str, Any]:
     """Run the probe on an in-memory graph (see :func:`arun_probe`)."""
-    from debate_engine.app.cli.runner import graph_for
-
     graph = graph_for("roundtable" if protocol == "roundtable" else "phases", None)
     config: Any = {"configurable": {"thread_id": "probe"}}
     return asyncio.run(

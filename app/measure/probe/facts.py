@@ -10,6 +10,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
+from debate_engine.nodes.views import DEBATER_KINDS
+
 KEYS = (
     "shard key",
     "cache port",
@@ -70,8 +72,6 @@ def reply_notes(facts: list[Fact]) -> dict[str, str]:
 
 def landed(transcript: list[dict[str, Any]], facts: list[Fact]) -> list[Fact]:
     """Return the facts that some debater's reply of their planting round actually states."""
-    from debate_engine.nodes.views import DEBATER_KINDS
-
     replies: dict[int, str] = {}
     for turn in transcript:
         if turn["kind"] in DEBATER_KINDS:

@@ -13,6 +13,10 @@ from typing import Any
 
 from debate_engine.app.measure.probe.facts import Fact, contains
 from debate_engine.app.reports.words import counted
+from debate_engine.calls.road import Request, ask
+from debate_engine.memory import latest_summaries, working_view
+from debate_engine.memory.perspective import sees
+from debate_engine.nodes.views import budget_of
 
 DEBATER_KINDS = ("proposal", "critique", "refinement", "message")
 """The prompts measured: the debaters' turns (not summaries, not the judge's, not the quiz's)."""
@@ -62,8 +66,6 @@ def turn_measures(values: dict[str, Any], facts: list[Fact], lag: int = 0) -> li
     The perspective is the rule of ``memory.perspective`` (shared briefings, the agent's own proposals and
     the critiques aimed at it; in the roundtable every turn): what the memory may keep for that agent.
     """
-    from debate_engine.memory.perspective import sees
-
     agents = [a["id"] for a in values["settings"]["agents"]]
     held: dict[str, set[str]] = {a: set() for a in agents}
     summaries = {s["id"]: s for s in values["summary_log"]}
@@ -166,10 +168,6 @@ def fake_ceiling(values: dict[str, Any], facts: int) -> float | None:
 
 def quiz(state: dict[str, Any], facts: list[Fact]) -> dict[str, float]:
     """Ask each agent about every fact from its final view; score exact values in its answer."""
-    from debate_engine.calls.road import Request, ask
-    from debate_engine.memory import latest_summaries, working_view
-    from debate_engine.nodes.views import budget_of
-
     questions = "\n".join(f"{i + 1}. What is the {f.key}?" for i, f in enumerate(facts))
     task = f"Answer each question with the exact value, one line each:\n{questions}"
     scores = {}
