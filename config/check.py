@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
-from debate_engine.config.context import Context
+from debate_engine.config.context import Context, RoundtableContext
 from debate_engine.config.file import ConfigError
 from debate_engine.config.wording import NOT_A_NUMBER, not_a_number, quoted
 
@@ -49,7 +49,7 @@ def _not_numbers(context: Context) -> list[str]:
     """Numbers, strictly: ``true`` (which lax parsing reads as 1) and ``"3"`` are not numbers."""
     return [
         not_a_number(name, getattr(context, name, None), whole)
-        for name, (adapter, whole) in _numeric_fields(type(context)).items()  # type: ignore[arg-type]
+        for name, (adapter, whole) in _numeric_fields(type(context).__name__).items()
         if _refused(adapter, getattr(context, name, None))
     ]
 
@@ -63,8 +63,9 @@ def _refused(adapter: TypeAdapter[Any], value: Any) -> bool:
 
 
 @cache
-def _numeric_fields(kind: Any) -> dict[str, tuple[TypeAdapter[Any], bool]]:
-    """Each number field of a context with its strict validator, and whether it takes whole numbers only."""
+def _numeric_fields(kind_name: str) -> dict[str, tuple[TypeAdapter[Any], bool]]:
+    """Each number field of a context kind with its strict validator, and whether it takes whole numbers only."""
+    kind = RoundtableContext if kind_name == RoundtableContext.__name__ else Context
     found = {}
     for name, hint in typing.get_type_hints(kind, include_extras=True).items():
         base = typing.get_args(hint)[0] if typing.get_origin(hint) is typing.Annotated else hint

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
+from pydantic_core import ErrorDetails
 
 from debate_engine.config.settings import HUMAN_ROLE
 from debate_engine.config.wording import NOT_A_NUMBER, not_a_number, quoted, unknown_key
@@ -167,7 +168,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
     return models.get(next((p for p in reversed(loc[:-1]) if isinstance(p, str)), ""), DebateFile)
 
 
-def _explain(error: dict[str, Any]) -> str:
+def _explain(error: ErrorDetails) -> str:
     loc, value, kind = error["loc"], error.get("input"), error["type"]
     if kind == "extra_forbidden":  # the key is quoted once: in the message, not also in the path
         parent = loc if _plain(loc[-1]) else loc[:-1]
@@ -228,7 +229,7 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
     try:
         parsed = DebateFile.model_validate(data)
     except ValidationError as exc:
-        problems += [_explain(e) for e in exc.errors()]  # type: ignore[arg-type]
+        problems += [_explain(e) for e in exc.errors()]
     problems += _roster_problems(data)
     summary = data["debate"].get("summarization") if isinstance(data.get("debate"), dict) else None
     problems += (

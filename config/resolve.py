@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -27,7 +27,14 @@ from debate_engine.config.file import (
 )
 from debate_engine.config.outcome import outcome_problems, stop_rule
 from debate_engine.config.roundtable_params import roundtable_params, with_view
-from debate_engine.config.settings import HUMAN_ROLE, AgentProfile, RunSettings, human_id, is_human
+from debate_engine.config.settings import (
+    HUMAN_ROLE,
+    AgentProfile,
+    RunSettings,
+    Synthesis,
+    human_id,
+    is_human,
+)
 from debate_engine.config.wording import quoted
 from debate_engine.memory.budget import BudgetError, make_budget
 from debate_engine.memory.summary_settings import SummarizationSettings
@@ -95,7 +102,7 @@ def resolve(context: Context) -> RunSettings:
         round_timeout_s=debate.timeout_per_round / 1000 if debate.timeout_per_round else None,
         stop_rule=stop_rule(context, debate),
         judge_history="final_round" if debate.include_full_history is False else "full",
-        synthesis=(context.synthesis_method or debate.synthesis_method),  # type: ignore[typeddict-item]
+        synthesis=cast(Synthesis, context.synthesis_method or debate.synthesis_method),
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),

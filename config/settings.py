@@ -12,6 +12,9 @@ from typing_extensions import TypedDict
 
 from debate_engine.calls.ledger import Price, SpendCap
 
+Synthesis = Literal["judge", "voting", "merge"]
+"""How the outcome is settled."""
+
 
 class AgentProfile(TypedDict):
     """One debater (or the judge) as the debate was set up."""
@@ -73,7 +76,7 @@ class RunSettings(TypedDict):
     stop_rule: NotRequired[dict[str, Any]]
     """``{"type": "fixed" | "convergence" | "quality", "min_round": n, "threshold": s}``: when the debate may stop
     before its last round."""
-    synthesis: NotRequired[Literal["judge", "voting", "merge"]]
+    synthesis: NotRequired[Synthesis]
     """How the outcome is settled: the judge synthesizes, the agents' final positions vote, or the judge merges
     the final refinements only."""
     judge_history: NotRequired[Literal["full", "final_round"]]

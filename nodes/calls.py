@@ -10,9 +10,9 @@ Each call is announced as it finishes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from langgraph.config import get_config
 from langgraph.func import task
@@ -28,6 +28,8 @@ from debate_engine.memory.records import TurnKind
 from debate_engine.nodes.human import ask_person
 from debate_engine.nodes.positions import POSITION_KINDS, position_of
 from debate_engine.nodes.status import emit, spent
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -243,8 +245,16 @@ def failed_reply(call: Call, exc: CallFailed) -> Reply:
     )
 
 
-@task(name="model_call")  # type: ignore[arg-type]  # langgraph#4140: task(name=...) types the function as Never
-def model_call(call: Call) -> Reply:
+def task_named(name: str, func: F) -> F:
+    """Return ``func`` renamed ``name``, for ``task``: the twins of a task share the name a checkpoint records.
+
+    ``task(name=...)`` is typed as returning a task of ``Never`` (langgraph#4140); ``task(func)`` is typed.
+    """
+    func.__name__ = name
+    return func
+
+
+def _model_call(call: Call) -> Reply:
     """Run one call on the road (from a thread, under ``invoke``); a person's seat is asked instead."""
     if is_human(call.agent):
         return _announce(call, person_reply(call))
@@ -254,8 +264,7 @@ def model_call(call: Call) -> Reply:
         return failed_reply(call, exc)
 
 
-@task(name="model_call")  # type: ignore[arg-type]  # langgraph#4140: task(name=...) types the function as Never
-async def amodel_call(call: Call) -> Reply:
+async def _amodel_call(call: Call) -> Reply:
     """Return the async twin of :func:`model_call`: cancellable while the request is in flight."""
     if is_human(call.agent):
         return _announce(call, person_reply(call))
@@ -263,6 +272,10 @@ async def amodel_call(call: Call) -> Reply:
         return _announce(call, _reply(call, await aask(request_of(call))))
     except CallFailed as exc:
         return failed_reply(call, exc)
+
+
+model_call = task(task_named("model_call", _model_call))
+amodel_call = task(task_named("model_call", _amodel_call))
 
 
 def failed(result: Any) -> bool:

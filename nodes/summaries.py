@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, cast
 
 from langgraph.func import task
 
@@ -64,7 +64,7 @@ from debate_engine.memory.summary_prompt import (
     frame,
     room,
 )
-from debate_engine.nodes.calls import Call, run_key
+from debate_engine.nodes.calls import Call, run_key, task_named
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
 from debate_engine.nodes.views import budget_of, summaries_of
@@ -149,7 +149,9 @@ def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[Su
     settings, transcript = state["settings"], state.get("transcript", [])
     if not calls or settings.get("protocol") == "roundtable":
         return []  # the table's summary keeps its documented rhythm: one step in every ``summary_every`` turns
-    step, round_no = next_step({**state, "phase": name, "round": calls[0].round})  # type: ignore[typeddict-item]
+    step, round_no = next_step(
+        cast(ConversationState, {**state, "phase": name, "round": calls[0].round})
+    )
     if step == "done" or state.get("stopped"):
         return []
     if name == "refine" and may_stop_after(settings, round_no - 1):
@@ -360,16 +362,18 @@ def _redacted(record: SummaryRecord) -> SummaryRecord:
     return record
 
 
-@task(name="summary_call")  # type: ignore[arg-type]
-def summary_call(call: SummaryCall) -> SummaryRecord:
+def _summary_call(call: SummaryCall) -> SummaryRecord:
     """One summary (one or more model calls) as a task: durable once made; a failure is a record."""
     return _redacted(drive(summarize(call.job, emit=emit), partial(summary_request, call)))
 
 
-@task(name="summary_call")  # type: ignore[arg-type]
-async def asummary_call(call: SummaryCall) -> SummaryRecord:
+async def _asummary_call(call: SummaryCall) -> SummaryRecord:
     """Return the async twin of :func:`summary_call`: its requests share the run's slots on the event loop."""
     return _redacted(await adrive(summarize(call.job, emit=emit), partial(summary_request, call)))
+
+
+summary_call = task(task_named("summary_call", _summary_call))
+asummary_call = task(task_named("summary_call", _asummary_call))
 
 
 def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEntry]]:
@@ -379,7 +383,7 @@ def registry_of(records: Sequence[SummaryRecord]) -> dict[str, dict[str, FacetEn
         if record["status"] != "ok":
             continue
         for name, items in record["facets"].items():
-            for item in items:  # type: ignore[attr-defined]
+            for item in cast(list[str], items):  # every facet is a list of items
                 key = " ".join(str(item).split()).casefold()
                 entry = FacetEntry(
                     text=str(item),

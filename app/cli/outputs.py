@@ -224,9 +224,9 @@ def load_env_file(path: str | None) -> list[str]:
             f"--env-file {path}: not a path that can be read; give a full path"
         ) from None
     values = _parse_env(text)
-    loaded = [k for k, v in values.items() if v is not None and not os.environ.get(k)]
-    for key in loaded:
-        os.environ[key] = values[key]  # type: ignore[assignment]
+    given = {k: v for k, v in values.items() if v is not None and not os.environ.get(k)}
+    os.environ.update(given)
+    loaded = list(given)
     return loaded
 
 

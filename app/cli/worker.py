@@ -87,8 +87,9 @@ async def _work(db: str, name: str, concurrency: int, stall_s: float) -> None:
     # Until procrastinate installs its own handlers (stop taking jobs, hand running ones back), a signal
     # cancels the start-up: nothing is claimed yet.
     loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    assert task is not None  # a coroutine run by asyncio.run is always a task
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, task.cancel)  # type: ignore[union-attr]
+        loop.add_signal_handler(signum, task.cancel)
     with contextlib.suppress(asyncio.CancelledError):  # stopped before any debate was claimed
         await _serve(db, name, concurrency, stall_s)
 

@@ -123,7 +123,7 @@ class _Answer(BaseModel):
         return value
 
 
-Evaluation: type[BaseModel] = create_model(  # type: ignore[call-overload]
+Evaluation: type[BaseModel] = create_model(
     "Evaluation", __doc__="Score the solution on every criterion.", __base__=_Answer, **_fields()
 )
 

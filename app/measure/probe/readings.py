@@ -88,7 +88,7 @@ def turn_measures(values: dict[str, Any], facts: list[Fact], lag: int = 0) -> li
             )
         said = {f.value for f in facts if contains(turn["content"], f)}
         for viewer in agents:
-            if said and sees(turn, viewer):  # type: ignore[arg-type]
+            if said and sees(turn, viewer):
                 held[viewer] |= said
     return out
 
