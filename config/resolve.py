@@ -137,10 +137,11 @@ def _judge(context: Context, file: DebateFile, summary: SummarizationSettings) -
     entry = given.model_copy(update={"role": "judge", "id": "judge", "name": name})
     judge = _profile(context, file.debate, summary, entry, "judge")
     if outlook and not given.system_prompt_path:
-        judge["system_prompt"] += (
-            f"\n\nJudge from the {outlook} outlook as well; that role is described "
-            f"so: {load_prompt(f'roles/{outlook}')}"
+        described = load_prompt(f"roles/{outlook}")
+        also = (
+            f"\n\nJudge from the {outlook} outlook as well; that role is described so: {described}"
         )
+        judge = {**judge, "system_prompt": judge["system_prompt"] + also}
     return judge
 
 

@@ -1,4 +1,4 @@
-"""The settings a debate runs with, resolved once at setup and fixed in its state: resume reads them there.
+"""The settings a debate runs with, resolved once where the run starts and fixed in its state, read-only.
 
 ``config.resolve`` makes them from the run's context and the config file; the
 nodes read them from ``state["settings"]``.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired
 
-from typing_extensions import TypedDict
+from typing_extensions import ReadOnly, TypedDict
 
 from debate_engine.calls.ledger import Price, SpendCap
 
@@ -19,27 +19,27 @@ Synthesis = Literal["judge", "voting", "merge"]
 class AgentProfile(TypedDict):
     """One debater (or the judge) as the debate was set up."""
 
-    id: str
-    name: str
-    role: str
+    id: ReadOnly[str]
+    name: ReadOnly[str]
+    role: ReadOnly[str]
     """A built-in role, ``judge``, or ``human`` for a person's seat (see :func:`is_human`)."""
-    model: str
+    model: ReadOnly[str]
     """Model spec, e.g. ``openai:gpt-4o-mini``, ``local:smollm2``, ``fake``; empty for a human seat."""
-    fallback_models: list[str]
+    fallback_models: ReadOnly[list[str]]
     """Specs tried in order when the model fails."""
-    temperature: float
-    system_prompt: str
+    temperature: ReadOnly[float]
+    system_prompt: ReadOnly[str]
     """The resolved system prompt (a custom file's text, or the role's)."""
-    summary_prompt: str | None
+    summary_prompt: ReadOnly[str | None]
     """A custom summary prompt's text, or None for the built-in one."""
-    clarification_prompt: NotRequired[str | None]
+    clarification_prompt: NotRequired[ReadOnly[str | None]]
     """A custom clarification task's text (``clarificationPromptPath``), or None for the built-in one."""
-    context_window: int
-    max_output_tokens: int
-    timeout_s: float
-    summarization: dict[str, Any]
+    context_window: ReadOnly[int]
+    max_output_tokens: ReadOnly[int]
+    timeout_s: ReadOnly[float]
+    summarization: ReadOnly[dict[str, Any]]
     """Resolved summarization settings (debate-wide merged with the agent's own)."""
-    view_split: NotRequired[dict[str, int]]
+    view_split: NotRequired[ReadOnly[dict[str, int]]]
     """Roundtable: tokens of the view for ``system``, ``summary`` and ``recent``."""
 
 
@@ -65,45 +65,45 @@ def human_id(name: str) -> str:
 class RunSettings(TypedDict):
     """Everything a run was configured with, fixed at setup: resume reads it from here."""
 
-    protocol: Literal["phases", "roundtable", "sample"]
-    agents: list[AgentProfile]
-    judge: AgentProfile
-    rounds: int
-    clarify: bool
-    max_questions: int
-    max_concurrency: int
+    protocol: ReadOnly[Literal["phases", "roundtable", "sample"]]
+    agents: ReadOnly[list[AgentProfile]]
+    judge: ReadOnly[AgentProfile]
+    rounds: ReadOnly[int]
+    clarify: ReadOnly[bool]
+    max_questions: ReadOnly[int]
+    max_concurrency: ReadOnly[int]
     """Most model calls at once per provider."""
-    stop_rule: NotRequired[dict[str, Any]]
+    stop_rule: NotRequired[ReadOnly[dict[str, Any]]]
     """``{"type": "fixed" | "convergence" | "quality", "min_round": n, "threshold": s}``: when the debate may stop
     before its last round."""
-    synthesis: NotRequired[Synthesis]
+    synthesis: NotRequired[ReadOnly[Synthesis]]
     """How the outcome is settled: the judge synthesizes, the agents' final positions vote, or the judge merges
     the final refinements only."""
-    judge_history: NotRequired[Literal["full", "final_round"]]
+    judge_history: NotRequired[ReadOnly[Literal["full", "final_round"]]]
     """What the judge synthesizes from (``includeFullHistory``): the whole debate, or the final round's
     proposals and refinements only."""
-    round_timeout_s: NotRequired[float | None]
+    round_timeout_s: NotRequired[ReadOnly[float | None]]
     """The most running time one round (or roundtable turn) may take (``timeoutPerRound``); None: no limit."""
-    cap: SpendCap
+    cap: ReadOnly[SpendCap]
     """The spend cap, fixed at setup: a resumed debate continues with what is left."""
-    prices: dict[str, Price]
+    prices: ReadOnly[dict[str, Price]]
     """Price per model spec the debate uses (US dollars per million tokens)."""
-    briefings: NotRequired[dict[str, str]]
+    briefings: NotRequired[ReadOnly[dict[str, str]]]
     """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
-    reply_notes: NotRequired[dict[str, str]]
+    reply_notes: NotRequired[ReadOnly[dict[str, str]]]
     """Instructions added to the task of every call in a round, by round; never a turn."""
-    roundtable: NotRequired[ProtocolParams]
+    roundtable: NotRequired[ReadOnly[ProtocolParams]]
     """The roundtable's parameters (its protocol only)."""
 
 
 class ProtocolParams(TypedDict):
     """How a roundtable runs, as the seed's schema sketches it."""
 
-    order: Literal["round-robin", "moderator"]
-    max_turns: int
-    summary_every: int
+    order: ReadOnly[Literal["round-robin", "moderator"]]
+    max_turns: ReadOnly[int]
+    summary_every: ReadOnly[int]
     """The rolling summary folds the oldest turns in every this many turns."""
-    view: dict[str, int]
+    view: ReadOnly[dict[str, int]]
     """Token split of a speaker's view: ``system``, ``summary``, ``recent``."""
-    stop_rule: Literal["max_turns", "convergence"]
+    stop_rule: ReadOnly[Literal["max_turns", "convergence"]]
     """Stop at max turns, or earlier when the moderator declares convergence."""
