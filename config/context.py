@@ -8,7 +8,9 @@ environment, then to defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import asdict, dataclass, field
+from difflib import get_close_matches
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -200,8 +202,6 @@ def context_of(given: dict[str, Any] | None, runtime: Any) -> Context:
 
 def _unknown(key: str, known: set[str], kind: type[Context]) -> str:
     """Return the message for a context key no setting has, with the nearest one when there is one."""
-    from difflib import get_close_matches
-
     near = get_close_matches(key, sorted(known), n=1)
     hint = (
         f"; did you mean {near[0]!r}?"
@@ -214,8 +214,6 @@ def _unknown(key: str, known: set[str], kind: type[Context]) -> str:
 
 def context_dict(context: Context) -> dict[str, Any]:
     """Return a context as the plain dict an input carries (``context_of`` reads it back)."""
-    from dataclasses import asdict
-
     protocol = "roundtable" if isinstance(context, RoundtableContext) else "phases"
     return {
         **{k: v for k, v in asdict(context).items() if v not in (None, "")},
@@ -225,8 +223,6 @@ def context_dict(context: Context) -> dict[str, Any]:
 
 def context_fields_of(protocol: str | None) -> set[str]:
     """Return the settings a debate of ``protocol`` takes: a ``Context``'s, and for a roundtable its own besides."""
-    import dataclasses
-
     return {
         f.name
         for f in dataclasses.fields(RoundtableContext if protocol == "roundtable" else Context)

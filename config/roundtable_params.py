@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from debate_engine.config.context import RoundtableContext
+from debate_engine.config.file import ConfigError
 from debate_engine.config.settings import AgentProfile, ProtocolParams
 
 DEFAULT_TURNS = 100
@@ -14,8 +15,6 @@ ORDERS = ("round-robin", "moderator")
 
 def roundtable_params(context: RoundtableContext) -> ProtocolParams:
     """Return the protocol parameters of a roundtable context (raises ValueError naming a bad order)."""
-    from debate_engine.config.file import ConfigError
-
     order = context.order or "round-robin"
     if order not in ORDERS:
         raise ConfigError([f"order: {order!r} is not an order; use round-robin or moderator"])

@@ -160,20 +160,6 @@ def test_the_scan_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
 START_UP = re.compile(r"#\s*start-up:\s*\S")
 """The reason an import sits inside a function: ``# start-up: what start-up would otherwise load``."""
 REASONS_PENDING = {
-    "debate_engine.app.cli.compare",
-    "debate_engine.app.cli.main",
-    "debate_engine.app.cli.probe",
-    "debate_engine.app.cli.resume",
-    "debate_engine.app.cli.run",
-    "debate_engine.app.cli.submit",
-    "debate_engine.app.measure.compare.execute",
-    "debate_engine.app.measure.compare.queued",
-    "debate_engine.app.measure.compare.session",
-    "debate_engine.app.measure.estimate",
-    "debate_engine.app.store.forking",
-    "debate_engine.app.store.queue",
-    "debate_engine.config.context",
-    "debate_engine.config.roundtable_params",
 }
 """Modules whose imports inside functions are still to be moved up or given a reason (issue 33, item 4).
 
@@ -327,3 +313,19 @@ def test_the_state_schema_reaches_no_provider() -> None:
         todo += [p for p in parents if p in known]
         todo += list(runtime_imports(name, paths[name], known))
     assert not [m for m in seen if m.startswith("debate_engine.providers")], sorted(seen)
+
+
+MAX_IGNORES = 10
+
+
+def test_few_type_ignores_each_with_its_reason() -> None:
+    """Check types hold at the boundaries: at most ten ``type: ignore``, each naming its error and why."""
+    found = [
+        (path.relative_to(ROOT).as_posix(), n, line)
+        for _, path in modules()
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "# type: ignore" in line
+    ]
+    assert len(found) <= MAX_IGNORES, found
+    unexplained = [f for f in found if not re.search(r"# type: ignore\[[\w-]+\]  # \S", f[2])]
+    assert not unexplained, unexplained

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Any
 
@@ -12,7 +13,10 @@ from debate_engine.app.cli.exit_codes import (
     EXIT_TERMINATED,
     UserError,
 )
-from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, load_env_file
+from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, db_of, load_env_file
+from debate_engine.app.cli.run import add_run_options, context_from_args, people
+from debate_engine.app.measure.compare.protocols import parse_budget, parse_protocols
+from debate_engine.providers.secrets import redact
 
 TURNS_PER_AGENT = 3
 """The roundtable's turns when ``--turns`` is not given: each agent speaks three times."""
@@ -30,8 +34,6 @@ caps, which cover the whole comparison."""
 
 
 def register(sub: Any) -> None:
-    from debate_engine.app.cli.run import add_run_options
-
     cmd = sub.add_parser(
         "compare",
         help="does debating pay? compare protocols on known-answer tasks",
@@ -129,10 +131,8 @@ def _add_caps(cmd: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.run import context_from_args, people
-    from debate_engine.app.cli.runner import Stopped, run_until_signal
-    from debate_engine.app.measure.compare.protocols import parse_budget, parse_protocols
-    from debate_engine.app.measure.compare.tasks import load_tasks
+    from debate_engine.app.cli.runner import Stopped, run_until_signal  # start-up: langgraph
+    from debate_engine.app.measure.compare.tasks import load_tasks  # start-up: decimal, random
 
     load_env_file(args.env_file)
     names = parse_protocols(args.protocols)
@@ -154,8 +154,11 @@ def main(args: argparse.Namespace) -> int:
             "compare models, and seat persons in `debate run --human NAME`"
         )
     roundtable = _roundtable(args, context) if "roundtable" in names else None
-    from debate_engine.app.measure.compare.queued import QueuedRunFailed
-    from debate_engine.app.measure.compare.session import comparison_id, run_comparison
+    from debate_engine.app.measure.compare.queued import QueuedRunFailed  # start-up: langgraph
+    from debate_engine.app.measure.compare.session import (  # start-up: langgraph
+        comparison_id,
+        run_comparison,
+    )
 
     try:
         return run_until_signal(run_comparison(args, names, budget, tasks, context, roundtable))
@@ -168,8 +171,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _check_queue(args: argparse.Namespace) -> None:
     """``--queue`` needs the PostgreSQL database the workers share, and takes no setting only this process uses."""
-    from debate_engine.app.cli.outputs import db_of
-    from debate_engine.app.store.database import is_postgres
+    from debate_engine.app.store.database import is_postgres  # start-up: langgraph's checkpointers
 
     if not args.queue:
         return
@@ -194,8 +196,7 @@ def _check_queue(args: argparse.Namespace) -> None:
 
 def _roundtable(args: argparse.Namespace, context: Any) -> Any:
     """Return the roundtable's settings: the run's, with ``--turns`` (default 3 per agent), built as ``debate run`` does."""
-    from debate_engine.app.cli.run import context_from_args
-    from debate_engine.config.resolve import resolve
+    from debate_engine.config.resolve import resolve  # start-up: langchain-core
 
     turns = (
         args.turns if args.turns is not None else TURNS_PER_AGENT * len(resolve(context)["agents"])
@@ -215,11 +216,6 @@ def _roundtable(args: argparse.Namespace, context: Any) -> Any:
 
 def _stopped(args: argparse.Namespace, signum: int, name: str) -> int:
     """Ctrl-C (or SIGTERM): say what is kept and how to continue; exit 130 (143)."""
-    import signal
-
-    from debate_engine.app.cli.outputs import db_of
-    from debate_engine.providers.secrets import redact
-
     word, code = (
         ("interrupted", EXIT_INTERRUPTED)
         if signum == signal.SIGINT
@@ -261,7 +257,7 @@ def _check_budget(names: list[str], budget: float | str | None) -> None:
 
 def _check_numbers(args: argparse.Namespace, budget: float | str | None) -> None:
     """Every number in range, and no two flags that say the same thing differently."""
-    from debate_engine.config.file import MAX_ROUNDS
+    from debate_engine.config.file import MAX_ROUNDS  # start-up: langchain-core
 
     if args.votes is not None and budget is not None:
         raise UserError("--votes and --budget both size the vote; give one of them")

@@ -23,12 +23,13 @@ import sys
 import warnings
 from collections.abc import Iterator
 from importlib import import_module
-from typing import Any
+from typing import Any, TextIO
 
 from debate_engine import __version__
 from debate_engine.app.cli import COMMANDS
 from debate_engine.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_OUTPUT, DebateError
-from debate_engine.providers.secrets import redact_logs
+from debate_engine.providers.failures import ProviderError, is_provider_error
+from debate_engine.providers.secrets import redact, redact_logs
 
 NOTES = "debate.note"
 """The logger of notes a user should see unless ``--quiet`` (the embedded model's start): plain lines on stderr."""
@@ -86,7 +87,7 @@ def _stderr(quiet: bool) -> Iterator[None]:
                 handler.setLevel(level)
 
 
-class _NoteHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _NoteHandler(logging.StreamHandler[TextIO]):
     """A note on stderr as a plain line, on a line of its own even under the live progress line."""
 
     def __init__(self) -> None:
@@ -116,9 +117,6 @@ def _failure(exc: BaseException, args: argparse.Namespace) -> int:
     A provider's own error that escaped the call road (a client's, an HTTP library's) is a provider failure too;
     any other exception is a bug, raised with its traceback.
     """
-    from debate_engine.providers.failures import ProviderError, is_provider_error
-    from debate_engine.providers.secrets import redact
-
     if not isinstance(exc, DebateError):
         if not is_provider_error(exc):
             raise exc

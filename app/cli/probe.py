@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.outputs import add_db, add_env_file, db_of, load_env_file
+from debate_engine.app.cli.run import add_run_options, context_from_args, problem_of
 
 DESCRIPTION = """Run a debate with made-up facts planted in it, then measure where each fact survives: in each
 agent's own perspective, in the summaries, in every prompt the debaters were sent (min, mean and the worst
@@ -20,9 +22,6 @@ With --db or --thread-id the probe's debate is stored like any other (`debate re
 
 
 def register(sub: Any) -> None:
-    from debate_engine.app.cli.outputs import add_db, add_env_file
-    from debate_engine.app.cli.run import add_run_options
-
     probe = sub.add_parser(
         "probe",
         help="plant facts in a debate and measure where the memory keeps them",
@@ -74,9 +73,8 @@ def _plant_rounds(text: str) -> list[int]:
 
 def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
     """Return the run's context, the planting rounds and the problem, every mistake named before any call."""
-    from debate_engine.app.cli.run import context_from_args, problem_of
-    from debate_engine.app.measure.probe.driver import PROBLEM
-    from debate_engine.config.resolve import resolve
+    from debate_engine.app.measure.probe.driver import PROBLEM  # start-up: langgraph
+    from debate_engine.config.resolve import resolve  # start-up: langchain-core
 
     if not 1 <= args.facts <= 200:
         raise UserError(f"--facts {args.facts}: use a number from 1 to 200")
@@ -102,11 +100,10 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.outputs import load_env_file
-    from debate_engine.app.cli.progress import Progress
-    from debate_engine.app.cli.runner import run_until_signal
-    from debate_engine.app.measure.probe.facts import make_facts
-    from debate_engine.app.measure.probe.readings import render
+    from debate_engine.app.cli.progress import Progress  # start-up: langgraph
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: langgraph
+    from debate_engine.app.measure.probe.facts import make_facts  # start-up: langgraph
+    from debate_engine.app.measure.probe.readings import render  # start-up: langgraph
 
     load_env_file(args.env_file)
     context, rounds, problem = _checked(args)
@@ -127,10 +124,12 @@ async def _probe(
     args: argparse.Namespace, context: Any, facts: Any, problem: str, progress: Any
 ) -> dict[str, Any]:
     """Return the probe's debate: stored under ``--thread-id`` in ``--db`` when either is given, else in memory."""
-    from debate_engine.app.cli.outputs import db_of
-    from debate_engine.app.cli.runner import graph_for
-    from debate_engine.app.measure.probe.driver import arun_probe
-    from debate_engine.app.store.database import athread_lock, open_checkpointer
+    from debate_engine.app.cli.runner import graph_for  # start-up: langgraph
+    from debate_engine.app.measure.probe.driver import arun_probe  # start-up: langgraph
+    from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
+        athread_lock,
+        open_checkpointer,
+    )
 
     options = {"emit": progress.show, "plant": args.plant, "every": args.every, "problem": problem}
     if not (args.db or args.thread_id):

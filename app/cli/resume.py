@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.runner import run_until_signal
+    from debate_engine.app.cli.runner import run_until_signal  # start-up: langgraph
 
     load_env_file(args.env_file)
     check_outputs(args)
@@ -42,10 +42,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _resume(args: argparse.Namespace) -> int:
-    from debate_engine.app.cli.progress import Progress
-    from debate_engine.app.cli.runner import drive, graph_for, protocol_of
-    from debate_engine.app.store.database import athread_lock, open_checkpointer
-    from debate_engine.graph.builder import compile_debate
+    from debate_engine.app.cli.progress import Progress  # start-up: langgraph
+    from debate_engine.app.cli.runner import drive, graph_for, protocol_of  # start-up: langgraph
+    from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
+        athread_lock,
+        open_checkpointer,
+    )
+    from debate_engine.graph.builder import compile_debate  # start-up: langgraph
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:

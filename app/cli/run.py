@@ -19,6 +19,8 @@ from debate_engine.app.cli.outputs import (
     finish,
     load_env_file,
 )
+from debate_engine.prompts import role_names
+from debate_engine.providers.secrets import redact
 
 MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge; else each agent's "model" in
   --config; else $DEBATE_MODEL; else openai:gpt-4o-mini when OPENAI_API_KEY is set; else
@@ -28,8 +30,6 @@ MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge
 
 def epilog() -> str:
     """Return the roles and how the model is chosen: what ``--agents`` and ``--model`` leave to the defaults."""
-    from debate_engine.prompts import role_names
-
     return (
         f"roles: {', '.join(role_names())}\n  (in --config, an agent may bring its own prompt: "
         f"systemPromptPath)\n{MODEL_CHOICE}"
@@ -165,8 +165,6 @@ def problem_of(args: argparse.Namespace) -> str:
     It is stored in every checkpoint and shown by ``list``, ``show`` and the
     report; no debate needs the password of a URL quoted in it.
     """
-    from debate_engine.providers.secrets import redact
-
     if args.problem_file:
         try:
             text = Path(args.problem_file).read_text(encoding="utf-8")
@@ -201,7 +199,7 @@ def resolved_from_args(args: argparse.Namespace, credentials: bool = True) -> tu
 
 def _context_of(args: argparse.Namespace) -> Any:
     """Return the flags as the protocol's context (a ``Context`` or ``RoundtableContext``), unresolved."""
-    from debate_engine.config.context import Context, RoundtableContext
+    from debate_engine.config.context import Context, RoundtableContext  # start-up: langchain-core
 
     fields = context_fields(args)
     if getattr(args, "protocol", "phases") == "roundtable":
@@ -264,9 +262,9 @@ def checked(context: Any, credentials: bool = True) -> Any:
 
     ``credentials`` False leaves API keys unchecked (a dry run needs none).
     """
-    from debate_engine.config.resolve import resolve
-    from debate_engine.config.settings import is_human
-    from debate_engine.providers.factory import check_credentials
+    from debate_engine.config.resolve import resolve  # start-up: langchain-core
+    from debate_engine.config.settings import is_human  # start-up: langchain-core
+    from debate_engine.providers.factory import check_credentials  # start-up: asyncio, urllib
 
     settings = resolve(context)  # raises ConfigError listing every problem
     for profile in (*settings["agents"], settings["judge"]) if credentials else ():
@@ -283,14 +281,14 @@ def checked_context(context: Any, credentials: bool = True) -> Any:
 
 def people(context: Any) -> list[str]:
     """Return the seats persons take in a run of ``context``."""
-    from debate_engine.config.resolve import resolve
+    from debate_engine.config.resolve import resolve  # start-up: langchain-core
 
     return seated(resolve(context))
 
 
 def seated(settings: Any) -> list[str]:
     """Return the seats persons take in a run of these settings."""
-    from debate_engine.config.settings import is_human
+    from debate_engine.config.settings import is_human  # start-up: langchain-core
 
     return [a["id"] for a in settings["agents"] if is_human(a)]
 
@@ -301,7 +299,10 @@ def main(args: argparse.Namespace) -> int:
     check_outputs(args)
     context, settings = resolved_from_args(args, credentials=not args.dry_run)
     if args.dry_run:
-        from debate_engine.app.measure.estimate import estimate, render_estimate
+        from debate_engine.app.measure.estimate import (  # start-up: langgraph, dry runs only
+            estimate,
+            render_estimate,
+        )
 
         if seats := seated(settings):
             raise UserError(
@@ -313,9 +314,9 @@ def main(args: argparse.Namespace) -> int:
         print(render_estimate(estimate(context, settings, problem)))
         return 0
     start_embedded_model(settings)
-    from debate_engine.app.cli.runner import (
+    from debate_engine.app.cli.runner import (  # start-up: langgraph, while the model loads
         run_until_signal,
-    )  # LangGraph's imports: the embedded model loads meanwhile
+    )
 
     args.thread_id = (
         args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
@@ -328,9 +329,9 @@ def start_embedded_model(settings: Any) -> None:
 
     Its load (seconds) then overlaps the imports and the graph's build (about a second) instead of following them.
     """
-    from debate_engine.config.settings import is_human
-    from debate_engine.providers.factory import provider_of
-    from debate_engine.providers.local_server import start_server
+    from debate_engine.config.settings import is_human  # start-up: langchain-core
+    from debate_engine.providers.factory import provider_of  # start-up: asyncio, urllib
+    from debate_engine.providers.local_server import start_server  # start-up: urllib, email
 
     seats = (*settings["agents"], settings["judge"])
     if any(provider_of(p["model"]) == "local" for p in seats if not is_human(p)):
@@ -338,11 +339,14 @@ def start_embedded_model(settings: Any) -> None:
 
 
 async def _run(args: argparse.Namespace, problem: str, context: Any, settings: Any) -> int:
-    from debate_engine.app.cli.progress import Progress
-    from debate_engine.app.cli.runner import drive, graph_for
-    from debate_engine.app.store.database import athread_lock, open_checkpointer
-    from debate_engine.config.context import context_dict
-    from debate_engine.nodes.setup import INTAKE
+    from debate_engine.app.cli.progress import Progress  # start-up: langgraph
+    from debate_engine.app.cli.runner import drive, graph_for  # start-up: langgraph
+    from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
+        athread_lock,
+        open_checkpointer,
+    )
+    from debate_engine.config.context import context_dict  # start-up: langchain-core
+    from debate_engine.nodes.setup import INTAKE  # start-up: langgraph
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:

@@ -13,6 +13,7 @@ was started with; naming the other protocol for it is refused.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -27,6 +28,7 @@ from debate_engine.app.cli.run import (
     add_run_options,
     checked_context,
     context_fields,
+    context_from_args,
     people,
     problem_of,
 )
@@ -80,9 +82,9 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    import asyncio
+    import asyncio  # start-up: asyncio
 
-    from debate_engine.app.store.queue import require_postgres
+    from debate_engine.app.store.queue import require_postgres  # start-up: procrastinate
 
     db = db_of(args)
     require_postgres(db, "submit")
@@ -103,10 +105,6 @@ def new_thread_id() -> str:
 
 def entries_of(args: argparse.Namespace) -> list[Entry]:
     """Return what to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
-    import dataclasses
-
-    from debate_engine.app.cli.run import context_from_args
-
     protocol = PROTOCOLS[args.protocol] if args.protocol else None
     if args.problems:
         if args.problem or args.problem_file:
@@ -157,7 +155,7 @@ def parse_problems(
 
     A line's ``"protocol"`` wins over ``protocol`` (the command line's).
     """
-    from debate_engine.config.resolve import ConfigError
+    from debate_engine.config.resolve import ConfigError  # start-up: langchain-core
 
     entries: list[Entry] = []
     problems: list[str] = []
@@ -187,7 +185,7 @@ def parse_line(
     number: int, raw: str, base: dict[str, Any], folder: Path, protocol: str | None = None
 ) -> tuple[Entry | None, list[str]]:
     """One line: its entry, or the problems found (each naming the line and the field)."""
-    from debate_engine.config.context import context_fields_of
+    from debate_engine.config.context import context_fields_of  # start-up: langchain-core
 
     at = f"line {number}: "
     try:
@@ -251,10 +249,10 @@ def _line_fields(
 
 def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]:
     """Resolve the settings as the debate's setup will; the problems found, field first."""
-    from debate_engine.config.context import context_for
-    from debate_engine.config.resolve import ConfigError
-    from debate_engine.memory.budget import BudgetError
-    from debate_engine.providers.factory import ModelConfigError
+    from debate_engine.config.context import context_for  # start-up: langchain-core
+    from debate_engine.config.resolve import ConfigError  # start-up: langchain-core
+    from debate_engine.memory.budget import BudgetError  # start-up: langchain-core
+    from debate_engine.providers.factory import ModelConfigError  # start-up: asyncio, urllib
 
     try:
         context = checked_context(context_for(protocol or "phases", fields))
@@ -273,18 +271,16 @@ def _resolve_problems(fields: dict[str, Any], protocol: str | None) -> list[str]
 
 def _compact(fields: dict[str, Any]) -> dict[str, Any]:
     """Return the settings that differ from the defaults (a roundtable's include a ``Context``'s): what the job carries."""
-    import dataclasses
-
-    from debate_engine.config.context import RoundtableContext
+    from debate_engine.config.context import RoundtableContext  # start-up: langchain-core
 
     defaults = dataclasses.asdict(RoundtableContext())
     return {k: v for k, v in fields.items() if v != defaults.get(k)}
 
 
 async def _submit(db: str, entries: list[Entry]) -> None:
-    from procrastinate.exceptions import AlreadyEnqueued
+    from procrastinate.exceptions import AlreadyEnqueued  # start-up: procrastinate
 
-    from debate_engine.app.store.queue import new_job, open_queue
+    from debate_engine.app.store.queue import new_job, open_queue  # start-up: procrastinate
 
     async with open_queue(db) as (app, saver):
         await _check_threads(app, saver, entries)
@@ -306,11 +302,11 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
 
     Nothing is queued then; else a stored thread's entry takes the protocol it was started with.
     """
-    from debate_engine.app.cli.runner import protocol_of
-    from debate_engine.app.store.database import status_of
-    from debate_engine.app.store.queue import QUEUE
-    from debate_engine.config.resolve import ConfigError
-    from debate_engine.graph.builder import compile_debate
+    from debate_engine.app.cli.runner import protocol_of  # start-up: langgraph
+    from debate_engine.app.store.database import status_of  # start-up: langgraph's checkpointers
+    from debate_engine.app.store.queue import QUEUE  # start-up: procrastinate
+    from debate_engine.config.resolve import ConfigError  # start-up: langchain-core
+    from debate_engine.graph.builder import compile_debate  # start-up: langgraph
 
     reader = compile_debate(checkpointer=saver)  # reads either protocol's values: one state schema
     rows = await app.connector.execute_query_all_async(

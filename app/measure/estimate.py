@@ -13,6 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from debate_engine.app.cli.runner import graph_for
+from debate_engine.providers.prices import cost
+
 REPLY_SHARE = 0.6
 """Share of the output allowance a real model's reply is assumed to use."""
 WORDS_PER_TOKEN = 0.75
@@ -20,9 +23,6 @@ WORDS_PER_TOKEN = 0.75
 
 def estimate(context: Any, settings: Any, problem: str = "(dry run)") -> dict[str, Any]:
     """Project tokens and cost per phase and per agent of ``context`` (resolved as ``settings``), and the fit."""
-    from debate_engine.app.cli.runner import graph_for
-    from debate_engine.providers.prices import cost
-
     profiles = {p["id"]: p for p in (*settings["agents"], settings["judge"])}
     simulated = dataclasses.replace(
         context,

@@ -16,6 +16,7 @@ shown apart.
 
 from __future__ import annotations
 
+import textwrap
 import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -25,8 +26,13 @@ from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.reports.figures import duration, timeline
 from debate_engine.app.reports.words import counted
 from debate_engine.calls.ledger import Tally, empty_spend, empty_tally
+from debate_engine.config.context import context_of
+from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import RunSettings, is_human
+from debate_engine.config.wording import quoted
 from debate_engine.graph.state import ForkOrigin
+from debate_engine.nodes.positions import key_of
+from debate_engine.providers.factory import check_credentials
 
 UNFORKABLE = ("protocol", "clarify", "max_questions")
 """Settings that act before round 1, which a fork keeps as it was: a fork that would change them is refused."""
@@ -122,10 +128,6 @@ def fork_settings(
     more with that model and takes its judge, so the judge's window, output
     budget and price come from the same rules as everyone else's.
     """
-    from debate_engine.config.context import context_of
-    from debate_engine.config.resolve import resolve
-    from debate_engine.providers.factory import check_credentials
-
     original: RunSettings = values["settings"]
     if changes == Changes():
         return dict(values.get("context") or {}), original
@@ -144,13 +146,8 @@ def fork_settings(
     settings = resolve(context)
     if changes.judge_model:
         judged = resolve(replace(context, model=changes.judge_model))
-        settings = RunSettings(
-            **{
-                **settings,
-                "judge": judged["judge"],  # type: ignore[typeddict-item]
-                "prices": {**settings["prices"], **judged["prices"]},
-            }
-        )
+        prices = {**settings["prices"], **judged["prices"]}
+        settings = {**settings, "judge": judged["judge"], "prices": prices}
     _refuse_unforkable(original, settings, round_no)
     for profile in (*settings["agents"], settings["judge"]):
         if not is_human(profile):  # a person's seat has no model and needs no key
@@ -306,8 +303,6 @@ def parse_variants(text: str) -> list[Changes]:
 
 def _variant(n: int, part: str) -> Changes:
     """Variant number ``n``; a mistake names it and the shape a variant takes."""
-    from debate_engine.config.wording import quoted
-
     if not part.strip():
         raise UserError(f"--variants: variant {n} is empty; {VARIANT_SHAPE}")
     given: dict[str, Any] = {}
@@ -336,8 +331,6 @@ def outcome_table(
     Two outcomes are the same when their winning positions are (``key_of``: the
     answers match, else the one-line positions).
     """
-    from debate_engine.nodes.positions import key_of
-
     base = _verdict(original[1])
     rows = [["original", original[0], *_outcome(base), ""]]
     for label, thread, values in forks:
@@ -368,8 +361,6 @@ def _outcome(verdict: dict[str, Any] | None) -> list[str]:
 
 def _cell(text: str) -> str:
     """Return a table cell: one line, at most 70 characters, no column break."""
-    import textwrap
-
     return (
         textwrap.shorten(" ".join(text.split()), 70, placeholder="…").replace("|", "\\|")
         if text

@@ -22,12 +22,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.types import Command
 from procrastinate import App, PsycopgConnector
+from procrastinate.exceptions import ConnectorException
 from procrastinate.job_context import AbortReason, JobContext
 from procrastinate.jobs import Job
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
+from procrastinate.schema import SchemaManager
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
 
 from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.runner import protocol_of
 from debate_engine.app.store.database import (
     StorageError,
     ThreadBusy,
@@ -35,6 +44,9 @@ from debate_engine.app.store.database import (
     is_postgres,
     schema_lock,
 )
+from debate_engine.config.context import context_dict, context_for
+from debate_engine.providers.failures import is_provider_error
+from debate_engine.providers.secrets import redact
 
 QUEUE = "debates"
 TASK = "debate.run"
@@ -86,8 +98,6 @@ def require_postgres(db: str, command: str) -> None:
 
 def server_of(db: str) -> str:
     """``host:port/dbname`` of a URL, never its password."""
-    from psycopg.conninfo import conninfo_to_dict
-
     try:
         parts = conninfo_to_dict(db)
     except Exception:
@@ -97,10 +107,6 @@ def server_of(db: str) -> str:
 
 async def reachable(db: str) -> None:
     """Connect once, quickly, so a bad URL or a server that is down fails with a named error."""
-    import psycopg
-
-    from debate_engine.providers.secrets import redact
-
     try:
         conn = await psycopg.AsyncConnection.connect(db, connect_timeout=5)
     except psycopg.ProgrammingError as exc:
@@ -122,9 +128,6 @@ async def reachable(db: str) -> None:
 
 def lost_database(exc: BaseException, db: str) -> BaseException:
     """Return a database failure as a named StorageError; any other exception unchanged."""
-    import psycopg
-    from procrastinate.exceptions import ConnectorException
-
     if isinstance(exc, ConnectorException) and isinstance(exc.__cause__, psycopg.Error):
         exc = exc.__cause__
     if isinstance(exc, psycopg.Error | ConnectorException):
@@ -149,10 +152,6 @@ def make_app(db: str) -> App:
 @asynccontextmanager
 async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
     """Yield the opened app and a checkpoint saver on a pool of ``size`` connections, tables created as needed."""
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool
-
     await reachable(db)
     pool = AsyncConnectionPool(
         db,
@@ -168,7 +167,7 @@ async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
     )
     await pool.open(wait=True, timeout=30)
     try:
-        saver = AsyncPostgresSaver(conn=pool)  # type: ignore[arg-type]
+        saver = AsyncPostgresSaver(conn=pool)  # type: ignore[arg-type]  # the saver types its pool with dict rows; ours yields them too
         await prepare(db, saver)
         app = make_app(db)
         async with app.open_async():
@@ -179,15 +178,13 @@ async def open_queue(db: str, size: int = 2) -> AsyncIterator[tuple[App, Any]]:
 
 async def prepare(db: str, saver: Any) -> None:
     """Create the queue's and the checkpointer's tables, one process at a time (``schema_lock``)."""
-    from procrastinate.schema import SchemaManager
-
     async with schema_lock(db) as conn:
         row = await (
             await conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL")
         ).fetchone()
         if not row or not row[0]:
             await conn.execute(SchemaManager.get_schema())
-        await conn.execute(NOTES_SQL)  # type: ignore[arg-type]
+        await conn.execute(NOTES_SQL)
         await saver.setup()
     # closing the connection released the lock
 
@@ -218,7 +215,7 @@ def new_job(
 
 async def note(app: App, job: Job, *, worker: str | None = None, error: str | None = None) -> None:
     """Record who runs a job (``debate jobs`` shows it) or why it failed."""
-    await app.connector.execute_query_async(  # type: ignore[attr-defined]
+    await app.connector.execute_query_async(
         NOTE_SQL,
         job_id=job.id,
         thread_id=job.lock,
@@ -230,9 +227,6 @@ async def note(app: App, job: Job, *, worker: str | None = None, error: str | No
 
 def error_text(exc: BaseException) -> str:
     """Return a failure in one line, named, secrets removed."""
-    from debate_engine.providers.failures import is_provider_error
-    from debate_engine.providers.secrets import redact
-
     text = f"{type(exc).__name__}: {' '.join(str(exc).split())}".rstrip(": ")
     if is_provider_error(exc):
         text = f"the model provider failed: {text}"
@@ -286,11 +280,6 @@ async def drive_thread(
     A stored thread continues on the protocol its state names, whatever the job says (resubmitting continues
     that debate); a new ``sample`` draws ``samples`` answers; ``graphs`` share the checkpointer.
     """
-    from langgraph.types import Command
-
-    from debate_engine.app.cli.runner import protocol_of
-    from debate_engine.config.context import context_dict, context_for
-
     config: Any = {"configurable": {"thread_id": thread_id}}
     snapshot = await graphs["phases"].aget_state(config)  # the values, in one state schema for both
     protocol = protocol_of(snapshot.values) if snapshot.values else protocol
@@ -348,7 +337,7 @@ async def drive_thread(
 
 async def sweep_stalled(app: App, stall_s: float) -> int:
     """Requeue the running jobs of workers without a heartbeat for ``stall_s`` (one sweeper at a time)."""
-    async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]
+    async with app.connector.pool.connection() as conn, conn.transaction():  # type: ignore[attr-defined]  # typed as the base connector; this one is psycopg's
         got = await (
             await conn.execute("SELECT pg_try_advisory_xact_lock(%s)", (SWEEP_LOCK,))
         ).fetchone()

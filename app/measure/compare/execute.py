@@ -18,8 +18,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from debate_engine.app.cli.progress import Progress
+from debate_engine.app.cli.runner import drive
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task, is_correct, normalise
+from debate_engine.config.context import context_dict
+from debate_engine.config.file import ConfigError
 
 CAPS = {"max_tokens": ("tokens", "--max-tokens"), "max_cost": ("cost", "--max-cost")}
 """The comparison's spend caps by their field (here and in a run's context): what each limits, and
@@ -115,10 +119,6 @@ async def run_one(
     comparison: Comparison, protocol: Protocol, task: Task, seed: int
 ) -> dict[str, Any] | None:
     """One run: read back when scored, else start or resume it; None when a spend cap stopped it."""
-    from debate_engine.app.cli.progress import Progress
-    from debate_engine.app.cli.runner import drive
-    from debate_engine.config.file import ConfigError
-
     graph = comparison.graphs[protocol.graph]
     thread = comparison.thread(protocol, task, seed)
     config: Any = {"configurable": {"thread_id": thread}}
@@ -150,8 +150,6 @@ def _start(
 
     A run a cap stopped starts again: resumed, it would keep the spent cap fixed in its state.
     """
-    from debate_engine.config.context import context_dict
-
     if values and values.get("stopped") != "budget":
         return None
     payload: dict[str, Any] = {"problem": task.question, "context": context_dict(context)}

@@ -24,6 +24,7 @@ from debate_engine.app.measure.compare.execute import (
 )
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task
+from debate_engine.config.context import context_dict
 
 POLL_S = 0.5
 GRAPH_PROTOCOL = {"sample": "sample", "debate": "phases", "roundtable": "roundtable"}
@@ -53,7 +54,7 @@ class Run:
 
 async def newest_jobs(app: Any, threads: list[str]) -> dict[str, dict[str, Any]]:
     """Each thread's newest job: its status and the error a worker noted."""
-    from debate_engine.app.store.queue import QUEUE
+    from debate_engine.app.store.queue import QUEUE  # start-up: optional postgres extra
 
     rows = await app.connector.execute_query_all_async(NEWEST_SQL, queue=QUEUE, locks=threads)
     return {row["thread"]: row for row in rows}
@@ -61,7 +62,7 @@ async def newest_jobs(app: Any, threads: list[str]) -> dict[str, dict[str, Any]]
 
 async def submit(app: Any, runs: list[Run]) -> int:
     """Queue every run whose thread has no queued or running job; how many were queued."""
-    from debate_engine.app.store.queue import new_job
+    from debate_engine.app.store.queue import new_job  # start-up: optional postgres extra
 
     jobs = await newest_jobs(app, [r.thread for r in runs])
     fresh = [r for r in runs if (jobs.get(r.thread) or {}).get("status") not in ACTIVE]
@@ -184,8 +185,6 @@ def ended(values: dict[str, Any]) -> bool:
 
 def job_of(protocol: Protocol, task: Task, thread: str) -> Run:
     """Return the job of one run: the task's question on the protocol's settings (and a sample's count of answers)."""
-    from debate_engine.config.context import context_dict
-
     return Run(
         thread,
         task.question,

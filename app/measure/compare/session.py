@@ -9,16 +9,23 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.outputs import db_of
+from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.compare import results
 from debate_engine.app.measure.compare.execute import Comparison, run_protocol
 from debate_engine.app.measure.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
-from debate_engine.app.measure.compare.queued import run_protocol_queued
+from debate_engine.app.measure.compare.queued import run_protocol_queued, submit_protocol
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.app.reports.charts import accuracy_svg
+from debate_engine.app.store.database import athread_lock, open_checkpointer, thread_ids
+from debate_engine.config.resolve import resolve
+from debate_engine.providers.factory import provider_of
+from debate_engine.providers.secrets import redact
 
 ORDER = ("single", "debate", "debate-vote", "roundtable", "vote")
 """Run order: the vote is sized last, from what single and the debate spent."""
@@ -29,8 +36,6 @@ def comparison_id(tasks: list[Task], context: Any) -> str:
 
     Not its protocols, seeds or caps, which may grow on resume.
     """
-    from dataclasses import asdict
-
     settings = {k: v for k, v in asdict(context).items() if k != "max_cost"}
     # --max-tokens caps the comparison, as --max-cost does; the key stays, so earlier ids stand
     settings["max_tokens"] = None
@@ -59,10 +64,6 @@ async def run_comparison(
 
     ``roundtable`` is the roundtable protocol's settings (``context`` with its turns), when it is compared.
     """
-    from debate_engine.app.cli.outputs import db_of
-    from debate_engine.app.cli.runner import graph_for
-    from debate_engine.app.store.database import athread_lock, open_checkpointer, thread_ids
-
     name = comparison_id(tasks, context)
     db = db_of(args)
     async with (
@@ -130,9 +131,6 @@ def default_jobs(context: Any) -> int:
     named by the config file or picked by default (no API key: the embedded model) counts as one
     given with ``--model``.
     """
-    from debate_engine.config.resolve import resolve
-    from debate_engine.providers.factory import provider_of
-
     settings = resolve(context)
     models = [
         m
@@ -148,7 +146,7 @@ async def _queue(args: argparse.Namespace, db: str) -> AsyncIterator[Any]:
     if not args.queue:
         yield None
         return
-    from debate_engine.app.store.queue import open_queue
+    from debate_engine.app.store.queue import open_queue  # start-up: optional postgres extra
 
     async with open_queue(db) as (app, _):
         yield app
@@ -166,8 +164,6 @@ async def _submit_early(
 
     The vote waits when its k is sized from single's and the debate's tokens.
     """
-    from debate_engine.app.measure.compare.queued import submit_protocol
-
     ready = [key for key in names if key != "vote" or args.votes is not None]
     for key in sorted(ready, key=ORDER.index):
         chosen = protocol(key, context, sample_agent(args), args.votes or 1, roundtable)
@@ -245,8 +241,6 @@ def _write(
     notes: list[str],
 ) -> int:
     """Print the table; write ``--md``, ``--output`` and ``--plot``."""
-    from debate_engine.providers.secrets import redact
-
     baseline = runs["vote"][1] if "vote" in runs else None
     planned = n_tasks * args.seeds
     summaries = [
