@@ -11,6 +11,8 @@
   positions     tokens with positions against the same debate without them; the judge's checks per round
   cache         prompt-cache hits by OpenAI's rule, 3 agents x 8 rounds of 200-word replies on the loopback server
   waves         sequential model steps and wall time at R = 2, 4, 8 on a 300 ms server, summaries firing
+  viewer        `debate serve` in headless Chromium: first paint of a 10,000-turn roundtable and a 1,000-debate
+                list against small ones; a live page's delay from a turn's record to its showing
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -41,6 +43,7 @@ NAMES = [
     "fork",
     "positions",
     "waves",
+    "viewer",
 ]
 
 
@@ -137,6 +140,12 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "waves": (
             "Summaries off the critical path: sequential model steps (waves) against 2R+2",
             lambda: __import__("bench.waves", fromlist=["bench_waves"]).bench_waves(),
+        ),
+        "viewer": (
+            "`debate serve`: first paint of big pages against small ones; the live page's delay",
+            lambda: __import__("bench.viewer", fromlist=["bench_viewer"]).bench_viewer(
+                folder, args.quick
+            ),
         ),
     }
     for name in NAMES:

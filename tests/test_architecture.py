@@ -159,12 +159,6 @@ def test_the_scan_finds_a_cycle_hidden_in_a_function(tmp_path: Path) -> None:
 
 START_UP = re.compile(r"#\s*start-up:\s*\S")
 """The reason an import sits inside a function: ``# start-up: what start-up would otherwise load``."""
-REASONS_PENDING = {
-}
-"""Modules whose imports inside functions are still to be moved up or given a reason (issue 33, item 4).
-
-The list only shrinks: the test fails on an entry that no longer needs to be here.
-"""
 
 
 def imports_in_functions(path: Path) -> list[ast.Import | ast.ImportFrom]:
@@ -195,11 +189,7 @@ def imports_without_reason(found: list[tuple[str, Path]]) -> dict[str, list[int]
 
 def test_an_import_inside_a_function_says_why() -> None:
     """Check an import inside a function keeps start-up fast and says so; it never dodges a cycle."""
-    missing = imports_without_reason(modules())
-    assert {m: lines for m, lines in missing.items() if m not in REASONS_PENDING} == {}
-    assert sorted(REASONS_PENDING - set(missing)) == [], (
-        "these no longer need an entry in REASONS_PENDING"
-    )
+    assert imports_without_reason(modules()) == {}
 
 
 def test_the_scan_finds_an_import_inside_a_function_without_a_reason(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ INTERNAL = {
     "PromptError": "a prompt file's missing placeholder, raised while resolving, reported as a ConfigError",
     "HandedBack": "a worker handing a job back to the queue: caught by the worker",
     "QueuedRunFailed": "a queued run's failure, read back into a comparison's table",
+    "FormErrors": "a viewer form's mistakes by field: shown on the form, with what was typed",
 }
 """Exceptions that never reach the command line, and why."""
 

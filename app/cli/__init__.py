@@ -19,5 +19,6 @@ COMMANDS = (
     "worker",
     "jobs",
     "compare",
+    "serve",
 )
 """Module names under ``debate_engine.app.cli``, in ``--help`` order."""

@@ -1,0 +1,236 @@
+"""A debate's state as the debate page shows it: the round-by-agent grid, the turns, positions, verdict, figures.
+
+Pure functions of the stored values (and of the list's rows, for the fork
+tree): the templates only lay them out, escaping every text they are given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from debate_engine.app.reports.figures import PHASES, duration, figures, latency
+from debate_engine.app.reports.verdict_section import checks_line
+from debate_engine.app.store.forking import kept_line
+from debate_engine.nodes.positions import key_of
+
+ROUNDS_PER_PAGE = 10
+"""Rounds of a phase debate per page of its grid."""
+TURNS_PER_PAGE = 50
+"""Turns of a roundtable per page."""
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Which page of how many is shown."""
+
+    page: int
+    pages: int
+
+    @property
+    def numbers(self) -> list[int]:
+        """Return the page numbers worth a link: the first, the last and those near this one."""
+        near = {1, self.pages, *range(self.page - 2, self.page + 3)}
+        return sorted(n for n in near if 1 <= n <= self.pages)
+
+
+def pager(count: int, per_page: int, page: int) -> tuple[Pager, slice]:
+    """Return the page ``page`` of ``count`` items (the last page when it is past the end) and its slice."""
+    pages = max(1, math.ceil(count / per_page))
+    page = min(max(1, page), pages)
+    return Pager(page, pages), slice((page - 1) * per_page, page * per_page)
+
+
+def is_roundtable(values: dict[str, Any]) -> bool:
+    """Return True for a roundtable (one speaker per turn)."""
+    return (values.get("settings") or {}).get("protocol") == "roundtable"
+
+
+def agents_of(values: dict[str, Any]) -> list[str]:
+    """Return the debaters' ids in the order they first spoke, then the seats that have not spoken yet.
+
+    A fork with other agents lists the original's first: their rounds come first.
+    """
+    seats = [a["id"] for a in (values.get("settings") or {}).get("agents", [])]
+    spoken = [t["speaker"] for t in values.get("transcript", []) if t["kind"] in CELL_KINDS]
+    return list(dict.fromkeys([*spoken, *seats]))
+
+
+def grid(values: dict[str, Any], page: int) -> dict[str, Any]:
+    """Return a page of rounds, each with every agent's proposal, critiques (on whom) and refinement."""
+    transcript = values.get("transcript", [])
+    numbers = sorted({t["round"] for t in transcript if t["kind"] in CELL_KINDS})
+    shown, part = pager(len(numbers), ROUNDS_PER_PAGE, page)
+    wanted = set(numbers[part])
+    rounds: dict[int, dict[str, dict[str, Any]]] = {r: {} for r in numbers[part]}
+    for turn in transcript:
+        if turn["round"] in wanted and turn["kind"] in CELL_KINDS:
+            cell = rounds[turn["round"]].setdefault(turn["speaker"], {"critiques": []})
+            if turn["kind"] == "critique":
+                cell["critiques"].append(turn)
+            else:
+                cell[turn["kind"]] = turn
+    return {
+        "agents": agents_of(values),
+        "rounds": [{"round": r, "cells": cells} for r, cells in rounds.items()],
+        "pager": shown,
+    }
+
+
+CELL_KINDS = ("proposal", "critique", "refinement")
+
+
+def turns_page(values: dict[str, Any], page: int) -> dict[str, Any]:
+    """Return a page of a roundtable's turns (briefings and clarifications included, in order)."""
+    transcript = [t for t in values.get("transcript", []) if t["kind"] != "synthesis"]
+    shown, part = pager(len(transcript), TURNS_PER_PAGE, page)
+    return {"turns": transcript[part], "pager": shown, "moderation": values.get("moderation")}
+
+
+def positions(values: dict[str, Any], rounds: range | None = None) -> dict[str, Any] | None:
+    """Return each agent's position and confidence by column (proposed, round N), changes marked.
+
+    A change is toward the majority, away from it, or neither (conformity at a glance). ``rounds``
+    keeps the columns of the page shown (a 10,000-turn roundtable's table is paged with its turns).
+    """
+    held = [
+        t
+        for t in values.get("transcript", [])
+        if t.get("position") and (rounds is None or t["round"] in rounds)
+    ]
+    if not held:
+        return None
+    unit = "turn" if is_roundtable(values) else "round"
+    columns = list(dict.fromkeys(_column(t, unit) for t in held))
+    cells: dict[str, dict[str, dict[str, Any]]] = {}
+    for turn in held:
+        stated = turn["position"]
+        change = stated.get("change") or {}
+        mark = (
+            "toward"
+            if change.get("toward_majority")
+            else "away"
+            if change.get("away_from_majority")
+            else "changed"
+            if change
+            else ""
+        )
+        cells.setdefault(turn["speaker"], {})[_column(turn, unit)] = {
+            "position": stated.get("answer") or stated.get("position") or "",
+            "full": stated.get("position") or "",
+            "reason": stated.get("reason") or "",
+            "confidence": stated.get("confidence"),
+            "mark": mark,
+            "seq": turn["seq"],
+        }
+    return {"columns": columns, "rows": [(a, cells[a]) for a in cells]}
+
+
+def _column(turn: dict[str, Any], unit: str) -> str:
+    return "proposed" if turn["kind"] == "proposal" else f"{unit} {turn['round']}"
+
+
+def verdict(values: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the verdict (position, answer, agreement, each dissent verbatim, cruxes) and why the debate stopped."""
+    found = (values.get("solution") or {}).get("verdict")
+    if not found:
+        return None
+    stop = values.get("stop_reason") or {}
+    stopped = (
+        f"stopped early: {values['stopped']}"
+        + (f" in round {stop['round']}: {stop['reason']}" if stop.get("reason") else "")
+        if values.get("stopped")
+        else f"ran every {'turn' if is_roundtable(values) else 'round'} it was given"
+    )
+    return {
+        **found,
+        "total": len(found.get("agreement", [])) + len(found.get("dissent", [])),
+        "stopped": stopped,
+        "checks": checks_line(values),
+    }
+
+
+def figures_view(values: dict[str, Any]) -> dict[str, Any]:
+    """Return the figures as the page prints them: times, calls, tokens, cached tokens, cost; by agent and phase."""
+    found = figures(values)
+    total = found["total"]
+    order = list(found["by_agent"])
+    by_phase = sorted(
+        found["by_phase"].items(),
+        key=lambda kv: (
+            order.index(kv[0][0]),
+            PHASES.index(kv[0][1]) if kv[0][1] in PHASES else len(PHASES),
+        ),
+    )
+    return {
+        "lines": [
+            ("time running", duration(found["running_s"])),
+            ("time stopped", duration(found["stopped_s"])),
+            ("model calls", total["calls"]),
+            ("prompt tokens", total["prompt"]),
+            ("completion tokens", total["completion"]),
+            ("cached prompt tokens", found["cached_tokens"]),
+            ("cost", f"${found['cost']:.4f}"),
+            *([("before the fork", kept)] if (kept := kept_line(values)) else []),
+        ],
+        "by_agent": [(a, g, latency(g["latency_ms"])) for a, g in found["by_agent"].items()],
+        "by_phase": [(a, p, g, latency(g["latency_ms"])) for (a, p), g in by_phase],
+    }
+
+
+def fork_tree(
+    thread: str, rows: list[dict[str, Any]], verdicts: dict[str, dict[str, Any] | None]
+) -> dict[str, Any]:
+    """Return the debate's family: its original (when a fork), and every fork made of either, with their verdicts.
+
+    ``verdicts`` holds each named thread's verdict; a fork whose winning position differs from its
+    original's is marked flipped.
+    """
+    by_thread = {r["thread"]: r for r in rows}
+    root = thread
+    while (by_thread.get(root) or {}).get("forked_from"):
+        root = by_thread[root]["forked_from"]["thread"]
+    return _branch(by_thread.get(root) or {"thread": root}, rows, verdicts, None)
+
+
+def _branch(
+    row: dict[str, Any],
+    rows: list[dict[str, Any]],
+    verdicts: dict[str, dict[str, Any] | None],
+    parent: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Return a debate and its forks, each fork compared with the debate it was forked from."""
+    mine = verdicts.get(row["thread"])
+    origin = row.get("forked_from")
+    children = [r for r in rows if (r.get("forked_from") or {}).get("thread") == row["thread"]]
+    return {
+        "thread": row["thread"],
+        "verdict": mine,
+        "round": origin["round"] if origin else None,
+        "flipped": flipped(parent, mine) if origin else None,
+        "forks": [_branch(r, rows, verdicts, mine) for r in children],
+    }
+
+
+def flipped(before: dict[str, Any] | None, after: dict[str, Any] | None) -> bool | None:
+    """Return whether two verdicts' winning positions differ; None when either has none."""
+    if not before or not after or not (before.get("position") or before.get("answer")):
+        return None
+    if not (after.get("position") or after.get("answer")):
+        return None
+    return key_of(before) != key_of(after)
+
+
+def family(thread: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Return the threads of ``thread``'s fork tree: its root and every fork below it."""
+    by_thread = {r["thread"]: r for r in rows}
+    root = thread
+    while (by_thread.get(root) or {}).get("forked_from"):
+        root = by_thread[root]["forked_from"]["thread"]
+    found, todo = [], [root]
+    while todo:
+        name = todo.pop()
+        found.append(name)
+        todo += [r["thread"] for r in rows if (r.get("forked_from") or {}).get("thread") == name]
+    return found

@@ -1,0 +1,212 @@
+"""The pages a browser reads: the list, a debate (whole or its live part), its memory, a turn, a comparison."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from debate_engine.app.cli.outputs import where
+from debate_engine.app.reports.charts import accuracy_svg, positions_svg
+from debate_engine.app.reports.verdict_section import verdict_line
+from debate_engine.app.viewer import debate_view as view
+from debate_engine.app.viewer.comparison_view import comparison_of
+from debate_engine.app.viewer.memory_view import chains, turn_memory
+from debate_engine.app.viewer.reading import Loaded, newest_channels
+from debate_engine.app.viewer.start_form import form_fields
+from debate_engine.app.viewer.templating import render
+
+ROWS_PER_PAGE = 50
+SVG_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"}
+"""A chart opened on its own runs nothing either."""
+
+
+def number(request: Request, name: str, default: int = 1) -> int:
+    """Return a whole-number query parameter; anything else is the default."""
+    text = request.query_params.get(name, "")
+    return int(text) if text.isdigit() else default
+
+
+async def debates(request: Request) -> Response:
+    """List the debates, newest first, searched by problem and paged."""
+    store = request.app.state.store
+    query = request.query_params.get("q", "").strip()
+    rows = await store.rows()
+    if query:
+        rows = [r for r in rows if query.casefold() in r["problem"].casefold()]
+    shown, part = view.pager(len(rows), ROWS_PER_PAGE, number(request, "page"))
+    chosen = rows[part]
+    facts = {
+        r["thread"]: row_facts(await newest_channels(store.saver, r["thread"])) for r in chosen
+    }
+    return render(
+        request, "list.html", rows=chosen, facts=facts, pager=shown, q=query, total=len(rows)
+    )
+
+
+def row_facts(channels: dict[str, Any]) -> dict[str, Any]:
+    """Return what a list row shows beyond ``debate list``'s record: the protocol and the verdict line."""
+    return {
+        "protocol": "roundtable" if channels.get("turn_count") else "phases",
+        "verdict": verdict_line(channels) or "",
+    }
+
+
+async def loaded_or_404(request: Request) -> tuple[str, Loaded]:
+    """Return the thread the URL names and its state; a 404 page when there is no such debate."""
+    thread = request.path_params["thread"]
+    loaded = await request.app.state.store.load(thread)
+    if loaded is None:
+        raise HTTPException(404, f"there is no debate {thread!r} in this database")
+    return thread, loaded
+
+
+async def standing(request: Request, thread: str) -> dict[str, Any]:
+    """Return where a debate stands: its newest checkpoint, status word and whether it waits or runs."""
+    store, runs = request.app.state.store, request.app.state.runs
+    checkpoint, status, waiting = await store.newest(thread)
+    running = runs.running(thread) or (not waiting and await store.busy(thread))
+    phase = (status or {}).get("phase", "setup")
+    word = (
+        "done"
+        if phase == "done"
+        else "waiting for a person"
+        if waiting
+        else "running"
+        if running
+        else "stopped"
+    )
+    return {
+        "checkpoint": checkpoint,
+        "status": word,
+        "phase": phase,
+        "round": (status or {}).get("round", 0),
+        "where": where(status),
+        "turns": (status or {}).get("turns", 0),
+        "failed": runs.failed.get(thread),
+    }
+
+
+def live_part(loaded: Loaded, page: int) -> dict[str, Any]:
+    """Return what the live part of a debate page shows: the grid or turns, positions, verdict, figures."""
+    values = loaded.values
+    roundtable = view.is_roundtable(values)
+    grid = None if roundtable else view.grid(values, page)
+    turns = view.turns_page(values, page) if roundtable else None
+    items = turns["turns"] if turns else grid["rounds"] if grid else []
+    shown = [item["round"] for item in items]
+    return {
+        "values": values,
+        "roundtable": roundtable,
+        "grid": grid,
+        "turns": turns,
+        "positions": view.positions(values, range(min(shown), max(shown) + 1) if shown else None),
+        "verdict": view.verdict(values),
+        "figures": loaded.once("figures", lambda: view.figures_view(values)),
+        "solution": values.get("solution"),
+    }
+
+
+async def debate(request: Request) -> Response:
+    """Show one debate: everything it holds, the questions it waits on, and what can be done next."""
+    thread, loaded = await loaded_or_404(request)
+    store = request.app.state.store
+    now = await standing(request, thread)
+    rows = await store.rows()
+    family = view.family(thread, rows)
+    verdicts = {
+        t: ((await newest_channels(store.saver, t)).get("solution") or {}).get("verdict")
+        for t in family
+    }
+    return render(
+        request,
+        "debate.html",
+        thread=thread,
+        now=now,
+        questions=[(i.id, i.value) for i in loaded.interrupts],
+        tree=view.fork_tree(thread, rows, verdicts) if len(family) > 1 else None,
+        settings=loaded.values.get("settings") or {},
+        **live_part(loaded, number(request, "page")),
+    )
+
+
+async def live(request: Request) -> Response:
+    """Return the live part of a debate page alone, for the page's script to put in place."""
+    thread, loaded = await loaded_or_404(request)
+    now = await standing(request, thread)
+    return render(
+        request,
+        "live.html",
+        thread=thread,
+        now=now,
+        **live_part(loaded, number(request, "page")),
+    )
+
+
+async def state(request: Request) -> Response:
+    """Return where a debate stands as JSON: what the live page polls, a small read."""
+    thread = request.path_params["thread"]
+    now = await standing(request, thread)
+    if now["checkpoint"] is None:
+        raise HTTPException(404, f"there is no debate {thread!r} in this database")
+    return JSONResponse(now)
+
+
+async def positions_chart(request: Request) -> Response:
+    """Return the positions chart as SVG (shown through an image, so nothing in it can run)."""
+    _, loaded = await loaded_or_404(request)
+    chart = loaded.once("chart", lambda: positions_svg(loaded.values))
+    if chart is None:
+        raise HTTPException(404, "this debate has no stated positions yet")
+    return Response(chart, media_type="image/svg+xml", headers=SVG_HEADERS)
+
+
+async def memory(request: Request) -> Response:
+    """Show each agent's summary chain and the turns whose memory can be opened."""
+    thread, loaded = await loaded_or_404(request)
+    spoken = [t for t in loaded.values.get("transcript", []) if t.get("view")]
+    shown, part = view.pager(len(spoken), view.TURNS_PER_PAGE, number(request, "page"))
+    return render(
+        request,
+        "memory.html",
+        thread=thread,
+        chains=chains(loaded.values),
+        spoken=spoken[part],
+        pager=shown,
+    )
+
+
+async def turn(request: Request) -> Response:
+    """Show what one turn's speaker saw."""
+    thread, loaded = await loaded_or_404(request)
+    seq = request.path_params["seq"]
+    found = turn_memory(loaded.values, seq)
+    if found is None:
+        raise HTTPException(404, f"debate {thread!r} has no turn {seq}")
+    return render(request, "turn.html", thread=thread, **found)
+
+
+def new_debate(request: Request) -> Response:
+    """Show the form that starts a debate."""
+    return render(request, "new.html", fields=form_fields(), form={}, errors={})
+
+
+async def comparison(request: Request) -> Response:
+    """Show a comparison: accuracy with intervals, the flip matrix, tokens and cost per task and per right answer."""
+    name = request.path_params["name"]
+    found = await comparison_of(request.app.state.store, name)
+    if found is None:
+        raise HTTPException(404, f"there is no comparison {name!r} in this database")
+    return render(request, "comparison.html", name=name, **found)
+
+
+async def accuracy_chart(request: Request) -> Response:
+    """Return a comparison's accuracy chart as SVG."""
+    found = await comparison_of(request.app.state.store, request.path_params["name"])
+    if found is None or not found["summaries"]:
+        raise HTTPException(404, "no comparison to chart")
+    return Response(
+        accuracy_svg(found["summaries"]), media_type="image/svg+xml", headers=SVG_HEADERS
+    )

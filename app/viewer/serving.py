@@ -1,0 +1,99 @@
+"""Serve the viewer: check the database, bind the address, print the URL, run until Ctrl-C.
+
+Everything that can be wrong is found before the server binds: a database
+that cannot be opened (exit 2 for a bad path, 5 for a PostgreSQL server that
+fails), an address in use, a public address without a token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import threading
+import webbrowser
+
+import uvicorn
+
+from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.store.database import StorageError, is_postgres, open_checkpointer
+from debate_engine.app.viewer.guard import is_loopback, new_token
+from debate_engine.app.viewer.site import create_app
+from debate_engine.errors import StorageTrouble
+from debate_engine.providers.secrets import redact
+
+
+class ServerUnreachable(StorageTrouble):
+    """The PostgreSQL server named by ``--db`` cannot be used: exit 5, before the viewer binds."""
+
+
+async def check_db(db: str) -> None:
+    """Open and close the database once, so a bad one fails before the server binds."""
+    try:
+        async with open_checkpointer(db):
+            pass
+    except StorageError as exc:
+        if is_postgres(db):
+            raise ServerUnreachable(redact(str(exc))) from None
+        raise
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Return a listening socket on ``host:port``; a named error when the address cannot be had."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except (socket.gaierror, UnicodeError):
+        sock.close()
+        raise UserError(f"--host {host}: not an address of this machine") from None
+    except OSError as exc:
+        sock.close()
+        raise UserError(
+            f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); "
+            "pick another --port (0 picks a free one)"
+        ) from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(host: str, port: int, token: str | None) -> str:
+    """Return the address to open (with the token when one is needed)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+
+
+def serve(db: str, host: str, port: int, token: str | None, open_browser: bool) -> int:
+    """Serve the viewer over ``db`` until Ctrl-C; return the exit code."""
+    if not 0 <= port <= 65535:
+        raise UserError(f"--port {port}: give a port from 1 to 65535 (0 picks a free one)")
+    if token is not None and len(token) < 8:
+        raise UserError("--token: give at least 8 characters, or leave it out to get a new one")
+    asyncio.run(check_db(db))
+    if token is None and not is_loopback(host):
+        token = new_token()
+    sock = bind(host, port)
+    url = url_of(host, sock.getsockname()[1], token)
+    config = uvicorn.Config(
+        create_app(db, token),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+    )
+    try:
+        # the socket listens already: a browser opened now waits for the first page, never fails
+        print(f"debate serve: {url}  (database {redact(db)}; Ctrl-C stops)", flush=True)
+        if open_browser:
+            threading.Timer(0.5, webbrowser.open, [url]).start()
+        uvicorn.Server(config).run(sockets=[sock])
+    except (
+        KeyboardInterrupt
+    ):  # Ctrl-C before uvicorn took the signal over (or after it gave it back)
+        pass
+    finally:
+        sock.close()
+    print("debate serve: stopped", file=sys.stderr)
+    return EXIT_OK

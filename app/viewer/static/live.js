@@ -1,0 +1,52 @@
+// A running debate's page updates itself: poll the small state record, and when a new
+// checkpoint lands, fetch the page's live part and put it in place, keeping open turns open.
+(function () {
+  "use strict";
+  var page = document.getElementById("debate");
+  if (!page) { return; }
+  var stateUrl = page.dataset.state;
+  var liveUrl = page.dataset.live;
+  var checkpoint = page.dataset.checkpoint;
+  var status = page.dataset.status;
+  var PERIOD = 400;
+
+  function openTurns() {
+    var open = [];
+    document.querySelectorAll("#live details[open]").forEach(function (d) { if (d.id) { open.push(d.id); } });
+    return open;
+  }
+
+  function swap(html) {
+    var keep = openTurns();
+    var live = document.getElementById("live");
+    var next = new DOMParser().parseFromString(html, "text/html");
+    live.replaceChildren.apply(live, Array.prototype.slice.call(next.body.childNodes));
+    keep.forEach(function (id) { var d = document.getElementById(id); if (d) { d.open = true; } });
+    page.dataset.updated = String(Date.now());
+  }
+
+  function poll() {
+    fetch(stateUrl, { cache: "no-store", credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (now) {
+        if (!now) { return; }
+        if (now.status !== status && (now.status === "waiting for a person" || status === "waiting for a person")) {
+          window.location.reload();  // the questions' form appears or goes
+          return;
+        }
+        var moved = now.checkpoint !== checkpoint || now.status !== status;
+        checkpoint = now.checkpoint;
+        status = now.status;
+        page.dataset.status = status;
+        if (moved) {
+          return fetch(liveUrl, { cache: "no-store", credentials: "same-origin" })
+            .then(function (r) { return r.ok ? r.text() : null; })
+            .then(function (html) { if (html !== null) { swap(html); } });
+        }
+      })
+      .catch(function () { /* the server restarts or the network blinks: try again */ })
+      .then(function () { window.setTimeout(poll, status === "running" ? PERIOD : 5 * PERIOD); });
+  }
+
+  window.setTimeout(poll, PERIOD);
+})();
