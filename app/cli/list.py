@@ -105,7 +105,6 @@ def _cells(row: dict[str, Any]) -> list[str]:
 async def rows_of(db: str) -> list[dict[str, Any]]:
     """One row per thread: its newest checkpoint's status record, never the whole debate."""
     from debate_engine.app.store.database import (  # start-up: no langgraph in --help
-        athread_busy,
         open_checkpointer,
         status_of,
         thread_ids,
@@ -115,32 +114,36 @@ async def rows_of(db: str) -> list[dict[str, Any]]:
     async with open_checkpointer(db) as saver:
         for thread in await thread_ids(saver):
             status, waiting = await status_of(saver, thread)
-            if not status:
-                continue
-            state = (
-                "done"
-                if status["phase"] == "done"
-                else "waiting for answers"
-                if waiting
-                else "running"
-                if await athread_busy(db, thread)
-                else "interrupted"
-            )
-            rows.append(
-                {
-                    "thread": thread,
-                    "updated_at": status["updated_at"],
-                    "status": state,
-                    "round": status["round"],
-                    "rounds": status["rounds"],
-                    "phase": status["phase"],
-                    "turns": status["turns"],
-                    "tokens": status.get("tokens", 0),
-                    "cost": status.get("cost", 0.0),
-                    "cached_tokens": status.get("cached_tokens", 0),
-                    "saved": status.get("saved", 0.0),
-                    "forked_from": status.get("forked_from"),
-                    "problem": status["problem"],
-                }
-            )
+            if status:
+                rows.append(await row_of(db, thread, status, waiting))
     return rows
+
+
+async def row_of(db: str, thread: str, status: dict[str, Any], waiting: bool) -> dict[str, Any]:
+    """Return a thread's row from its newest status record: the viewer's list reads the same rows."""
+    from debate_engine.app.store.database import athread_busy  # start-up: no langgraph in --help
+
+    state = (
+        "done"
+        if status["phase"] == "done"
+        else "waiting for answers"
+        if waiting
+        else "running"
+        if await athread_busy(db, thread)
+        else "interrupted"
+    )
+    return {
+        "thread": thread,
+        "updated_at": status["updated_at"],
+        "status": state,
+        "round": status["round"],
+        "rounds": status["rounds"],
+        "phase": status["phase"],
+        "turns": status["turns"],
+        "tokens": status.get("tokens", 0),
+        "cost": status.get("cost", 0.0),
+        "cached_tokens": status.get("cached_tokens", 0),
+        "saved": status.get("saved", 0.0),
+        "forked_from": status.get("forked_from"),
+        "problem": status["problem"],
+    }

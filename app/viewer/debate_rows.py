@@ -14,8 +14,8 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from debate_engine.app.cli.list import rows_of
-from debate_engine.app.store.database import athread_busy, failed_tokens, is_postgres
+from debate_engine.app.cli.list import row_of, rows_of
+from debate_engine.app.store.database import failed_tokens, is_postgres
 
 NEWEST_SQL = """
 SELECT c.thread_id, c.checkpoint_id, c.type, c.checkpoint FROM checkpoints c
@@ -89,34 +89,13 @@ async def _sqlite_rows(saver: Any, db: str) -> list[dict[str, Any]]:
 async def _row(
     db: str, thread: str, channels: dict[str, Any], writes: list[tuple[str, str, Any]]
 ) -> dict[str, Any]:
-    """Return one row as ``debate list`` makes it from the same status record."""
-    status = channels["status"]
+    """Return one row as ``debate list`` makes it, with failed calls' tokens and the protocol."""
     waiting = any(channel == "__interrupt__" for _, channel, _ in writes)
-    state = (
-        "done"
-        if status["phase"] == "done"
-        else "waiting for answers"
-        if waiting
-        else "running"
-        if await athread_busy(db, thread)
-        else "interrupted"
-    )
-    return {
-        "thread": thread,
-        "updated_at": status["updated_at"],
-        "status": state,
-        "round": status["round"],
-        "rounds": status["rounds"],
-        "phase": status["phase"],
-        "turns": status["turns"],
-        "tokens": status.get("tokens", 0) + failed_tokens(writes),
-        "cost": status.get("cost", 0.0),
-        "cached_tokens": status.get("cached_tokens", 0),
-        "saved": status.get("saved", 0.0),
-        "forked_from": channels.get("forked_from"),
-        "problem": status["problem"],
-        "protocol": "roundtable" if channels.get("turn_count") else "phases",
-    }
+    row = await row_of(db, thread, channels["status"], waiting)
+    row["tokens"] += failed_tokens(writes)
+    row["forked_from"] = channels.get("forked_from")
+    row["protocol"] = "roundtable" if channels.get("turn_count") else "phases"
+    return row
 
 
 def origin_of(row: dict[str, Any]) -> dict[str, str] | None:
