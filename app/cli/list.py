@@ -132,6 +132,11 @@ async def row_of(db: str, thread: str, status: dict[str, Any], waiting: bool) ->
         if await athread_busy(db, thread)
         else "interrupted"
     )
+    return row_from(thread, status, state)
+
+
+def row_from(thread: str, status: dict[str, Any], state: str) -> dict[str, Any]:
+    """Return a thread's row from its status record, ``state`` already told (done, running, ...)."""
     return {
         "thread": thread,
         "updated_at": status["updated_at"],

@@ -60,7 +60,11 @@ async def version(saver: Any) -> str:
 
 async def all_rows(saver: BaseCheckpointSaver, db: str) -> list[dict[str, Any]]:
     """Return every debate's row, newest first, with the viewer's status words and its origin."""
-    rows = await rows_of(db) if is_postgres(db) else await _sqlite_rows(saver, db)
+    return as_shown(await rows_of(db) if is_postgres(db) else await _sqlite_rows(saver, db))
+
+
+def as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``debate list``'s rows newest first, with the viewer's status words and each one's origin."""
     for row in rows:
         row["status"] = STATUS_WORDS.get(row["status"], row["status"])
         row["origin"] = origin_of(row)

@@ -14,7 +14,7 @@ from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.app.viewer import debate_view as view
 from debate_engine.app.viewer.comparison_view import comparison_of
 from debate_engine.app.viewer.memory_view import chains, turn_memory
-from debate_engine.app.viewer.reading import Loaded, newest_channels
+from debate_engine.app.viewer.reading import Loaded
 from debate_engine.app.viewer.start_form import form_fields
 from debate_engine.app.viewer.templating import render
 
@@ -38,9 +38,7 @@ async def debates(request: Request) -> Response:
         rows = [r for r in rows if query.casefold() in r["problem"].casefold()]
     shown, part = view.pager(len(rows), ROWS_PER_PAGE, number(request, "page"))
     chosen = rows[part]
-    facts = {
-        r["thread"]: row_facts(await newest_channels(store.saver, r["thread"])) for r in chosen
-    }
+    facts = {r["thread"]: row_facts(await store.channels(r["thread"])) for r in chosen}
     return render(
         request, "list.html", rows=chosen, facts=facts, pager=shown, q=query, total=len(rows)
     )
@@ -116,10 +114,7 @@ async def debate(request: Request) -> Response:
     now = await standing(request, thread)
     rows = await store.rows()
     family = view.family(thread, rows)
-    verdicts = {
-        t: ((await newest_channels(store.saver, t)).get("solution") or {}).get("verdict")
-        for t in family
-    }
+    verdicts = {t: ((await store.channels(t)).get("solution") or {}).get("verdict") for t in family}
     return render(
         request,
         "debate.html",

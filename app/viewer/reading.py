@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -48,6 +48,29 @@ class Loaded:
         if name not in self.made:
             self.made[name] = make()
         return self.made[name]
+
+
+class Reader(Protocol):
+    """What the pages read debates through: ``Store`` over a database, or the server's API (``server_reading``)."""
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    async def rows(self) -> list[dict[str, Any]]: ...
+    async def newest(self, thread: str) -> tuple[str | None, dict[str, Any] | None, bool]: ...
+    async def load(self, thread: str) -> Loaded | None: ...
+    async def channels(self, thread: str) -> dict[str, Any]: ...
+    async def values(self, thread: str) -> dict[str, Any]: ...
+    async def busy(self, thread: str) -> bool: ...
+    async def threads(self) -> list[str]: ...
+
+
+def remember(kept: OrderedDict[str, Loaded], thread: str, loaded: Loaded) -> Loaded:
+    """Keep ``loaded`` as ``thread``'s newest state, dropping the least recently read beyond ``KEPT_STATES``."""
+    kept[thread] = loaded
+    kept.move_to_end(thread)
+    while len(kept) > KEPT_STATES:
+        kept.popitem(last=False)
+    return loaded
 
 
 class Store:
@@ -115,11 +138,13 @@ class Store:
         asked = {
             i.id: i for _, channel, value in writes if channel == "__interrupt__" for i in value
         }
-        loaded = Loaded(version, dict(snapshot.values), list(asked.values()))
-        self._states[thread] = loaded
-        while len(self._states) > KEPT_STATES:
-            self._states.popitem(last=False)
-        return loaded
+        return remember(
+            self._states, thread, Loaded(version, dict(snapshot.values), list(asked.values()))
+        )
+
+    async def channels(self, thread: str) -> dict[str, Any]:
+        """Return the plain channels of a thread's newest checkpoint (status, solution, stop)."""
+        return await newest_channels(self.saver, thread)
 
     async def values(self, thread: str) -> dict[str, Any]:
         """Return a thread's whole state, not kept: for reading many small debates once (a comparison's runs)."""

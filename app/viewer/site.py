@@ -1,7 +1,9 @@
 """The viewer's web app: routes, templates, the store it reads, the runs it drives, and its error pages.
 
-``create_app(db)`` is what ``debate serve`` serves and what ``langgraph dev``
-mounts at ``/ui``. Every template escapes what it is given (Jinja2 autoescape);
+``create_app(db)`` is what ``debate serve`` serves; ``viewer_app`` makes the
+same pages over any reader with ``Store``'s interface, which is how
+``langgraph dev`` shows its own threads at ``/ui`` (``mounted.py``), read-only.
+Every template escapes what it is given (Jinja2 autoescape);
 an unknown page or thread gets a 404 page that links to the list, and any other
 failure a message, never a traceback.
 """
@@ -23,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 
 from debate_engine.app.viewer import actions, pages
 from debate_engine.app.viewer.guard import Guard, new_token
-from debate_engine.app.viewer.reading import Store
+from debate_engine.app.viewer.reading import Reader, Store
 from debate_engine.app.viewer.running import Runs
 from debate_engine.app.viewer.templating import HERE, environment, render
 from debate_engine.errors import DebateError
@@ -60,6 +62,23 @@ class Failures(BaseHTTPMiddleware):
 
 def create_app(db: str, access: str | None = None) -> Starlette:
     """Return the viewer over the debate database ``db``; ``access`` is the token every request then needs."""
+    return viewer_app(Store(db), Runs(db), redact(db), access)
+
+
+READ_ONLY = (
+    "this viewer only reads: start, answer, resume and fork a debate through Studio or the SDK"
+)
+
+
+async def read_only(request: Request) -> Response:
+    """Say that this viewer changes nothing, and where to act instead."""
+    return render(request, "error.html", 403, status=403, message=READ_ONLY)
+
+
+def viewer_app(
+    store: Reader, runs: Runs, label: str, access: str | None = None, act: bool = True
+) -> Starlette:
+    """Return the viewer over ``store``; without ``act``, the forms that start or steer a debate are refused."""
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -75,17 +94,21 @@ def create_app(db: str, access: str | None = None) -> Starlette:
     app = Starlette(
         routes=[
             Route("/", pages.debates),
-            Route("/new", pages.new_debate),
-            Route("/new", actions.start, methods=["POST"]),
+            Route("/new", pages.new_debate if act else read_only),
+            Route("/new", actions.start if act else read_only, methods=["POST"]),
             Route("/debates/{thread}", pages.debate),
             Route("/debates/{thread}/live", pages.live),
             Route("/debates/{thread}/state", pages.state),
             Route("/debates/{thread}/positions.svg", pages.positions_chart),
             Route("/debates/{thread}/memory", pages.memory),
             Route("/debates/{thread}/turns/{seq:int}", pages.turn),
-            Route("/debates/{thread}/answer", actions.answer, methods=["POST"]),
-            Route("/debates/{thread}/resume", actions.resume, methods=["POST"]),
-            Route("/debates/{thread}/fork", actions.fork, methods=["POST"]),
+            Route(
+                "/debates/{thread}/answer", actions.answer if act else read_only, methods=["POST"]
+            ),
+            Route(
+                "/debates/{thread}/resume", actions.resume if act else read_only, methods=["POST"]
+            ),
+            Route("/debates/{thread}/fork", actions.fork if act else read_only, methods=["POST"]),
             Route("/comparisons/{name}", pages.comparison),
             Route("/comparisons/{name}/accuracy.svg", pages.accuracy_chart),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -94,9 +117,9 @@ def create_app(db: str, access: str | None = None) -> Starlette:
         exception_handlers={404: not_found, 405: not_found, HTTPException: not_found},
         lifespan=lifespan,
     )
-    app.state.store = Store(db)
-    app.state.runs = Runs(db)
+    app.state.store = store
+    app.state.runs = runs
     app.state.env = environment()
     app.state.csrf = new_token()
-    app.state.db_label = redact(db)
+    app.state.db_label = label
     return app
