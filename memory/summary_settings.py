@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -87,3 +88,8 @@ class SummarizationSettings(BaseModel):
             return self
         base = self.model_dump(by_alias=True)
         return SummarizationSettings.model_validate({**base, **overrides})
+
+
+def resolved(fields: Mapping[str, Any]) -> SummarizationSettings:
+    """Read settings resolved and checked where the run started (a profile's ``summarization``), unchecked."""
+    return SummarizationSettings.model_construct(**fields)

@@ -43,7 +43,6 @@ from debate_engine.memory import (
     Decision,
     Prompt,
     StructuredSummary,
-    SummarizationSettings,
     SummaryJob,
     SummaryRecord,
     Turn,
@@ -64,6 +63,7 @@ from debate_engine.memory.summary_prompt import (
     frame,
     room,
 )
+from debate_engine.memory.summary_settings import resolved
 from debate_engine.nodes.calls import Call, run_key, task_named
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
@@ -109,7 +109,7 @@ def decisions(
     for profile in viewers:
         if backing_off(state.get("summary_log", []), profile["id"], round_no):
             continue
-        settings = SummarizationSettings.model_validate(profile["summarization"])
+        settings = resolved(profile["summarization"])
         summary = latest.get(profile["id"])
         if key is not None and summary is not None and f"({AHEAD}{key})" in summary["reason"]:
             settings = settings.model_copy(
@@ -168,11 +168,7 @@ def ahead(state: ConversationState, name: str, calls: Sequence[Call]) -> list[Su
         ),
     ]
     # A summary whose failure must stop the debate is left to the summarize node: no phase's turns lost to it.
-    viewers = [
-        v
-        for v in viewers
-        if not SummarizationSettings.model_validate(v["summarization"]).abort_on_failure
-    ]
+    viewers = [v for v in viewers if not resolved(v["summarization"]).abort_on_failure]
     note = f" ({AHEAD}{step_key(step, round_no)})"
     made = jobs(
         state,
@@ -284,7 +280,7 @@ def jobs(
     """One summary job per perspective in ``wanted``, over the transcript as it is, in the order given."""
     calls = []
     for profile, decision in wanted:
-        settings = SummarizationSettings.model_validate(profile["summarization"])
+        settings = resolved(profile["summarization"])
         budget = budget_of(profile)
         previous = summaries_of(state, [profile]).get(profile["id"])
         material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
@@ -403,7 +399,7 @@ def applied(calls: Sequence[SummaryCall], records: list[SummaryRecord]) -> dict[
                 f"summary task result for {record['agent_id']} where {call.agent['id']} was "
                 "planned; the node's plan is not deterministic"
             )
-        settings = SummarizationSettings.model_validate(call.agent["summarization"])
+        settings = resolved(call.agent["summarization"])
         if record["status"] == "failed" and settings.abort_on_failure:
             raise SummarizationAborted(
                 f"summarizing {record['agent_id']} failed ({record['error']}); "
