@@ -13,6 +13,7 @@
   waves         sequential model steps and wall time at R = 2, 4, 8 on a 300 ms server, summaries firing
   viewer        `debate serve` in headless Chromium: first paint of a 10,000-turn roundtable and a 1,000-debate
                 list against small ones; a live page's delay from a turn's record to its showing
+  overhead      the engine's share of a round's wall time (no model request in flight) on a 2 s server
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -44,6 +45,7 @@ NAMES = [
     "positions",
     "waves",
     "viewer",
+    "overhead",
 ]
 
 
@@ -145,6 +147,12 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
             "`debate serve`: first paint of big pages against small ones; the live page's delay",
             lambda: __import__("bench.viewer", fromlist=["bench_viewer"]).bench_viewer(
                 folder, args.quick
+            ),
+        ),
+        "overhead": (
+            "Engine overhead: time with no model request in flight, per round, on a 2 s model",
+            lambda: __import__("bench.overhead", fromlist=["bench_overhead"]).bench_overhead(
+                folder
             ),
         ),
     }
