@@ -42,11 +42,17 @@ compare: $(BIN)/.local ## does debating pay? 20 arithmetic tasks, single vs vote
 		--agents architect,kiss --max-output-tokens 96 --db compare.sqlite \
 		--md compare.md --output compare.json --plot compare.svg $(COMPARE_ARGS)
 
+# The fast tests run in xdist workers, two a core: much of their time is waiting (deadlines, back-off,
+# loopback servers), which another worker fills. `make test` runs in one process: its signal, worker and
+# embedded-model tests stop processes part-way and share one model server, and under xdist a busy machine
+# let a debate finish before its stop arrived (both seen at 4 workers).
+CORES ?= $(shell getconf _NPROCESSORS_ONLN)
+
 test: $(BIN)/.local ## run every test: unit, property and integration (embedded model, langgraph dev, PostgreSQL)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server), on every core
-	$(BIN)/python -m pytest -q -m "not integration" -n auto
+	$(BIN)/python -m pytest -q -m "not integration" -n $$(( 2 * $(CORES) ))
 
 LINTED := graph nodes memory prompts providers calls config app debate_engine tests bench
 

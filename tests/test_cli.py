@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -360,27 +357,11 @@ def test_a_failing_provider_keeps_the_turns_leaks_no_key_and_resumes(
         rows, _ = listing(db, capsys)
         assert rows[1][2:6] == ["interrupted", "1/1", "refine", "6"]
 
-        server.always = None  # the provider recovers; resume in a fresh process, as a user would
-        resumed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "debate_engine.app.cli.main",
-                "resume",
-                "t1",
-                "--db",
-                str(db),
-                "--quiet",
-                "--output",
-                str(state),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env=dict(os.environ),
-        )
-        assert resumed.returncode == 0, resumed.stderr
-        assert secret not in resumed.stderr + resumed.stdout
+        server.always = None  # the provider recovers; resume, as a user would
+        resumed = main(["resume", "t1", "--db", str(db), "--quiet", "--output", str(state)])
+        shown = capsys.readouterr()
+        assert resumed == 0, shown.err
+        assert secret not in shown.err + shown.out
     transcript = json.loads(state.read_text())["transcript"]
     assert [t["kind"] for t in transcript].count("synthesis") == 1 and len(transcript) == 7
     assert len({t["id"] for t in transcript}) == 7

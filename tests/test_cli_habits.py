@@ -140,6 +140,7 @@ QUIET = textwrap.dedent("""
 """)
 
 
+@pytest.mark.integration  # the logging and warnings of a fresh interpreter are the point
 @pytest.mark.parametrize("quiet", [True, False])
 def test_quiet_prints_nothing_but_errors(quiet: bool) -> None:
     """A fresh process: the logging set-up and warning filters are those a user's shell gets."""

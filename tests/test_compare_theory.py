@@ -22,6 +22,8 @@ from debate_engine.graph.sample import compile_sample
 
 TASKS = 400
 
+pytestmark = pytest.mark.integration  # 400 tasks a vote, about 10 s of CPU each: `make test`
+
 
 @pytest.mark.parametrize(
     ("solve", "k", "expected"), [(0.6, 3, 0.648), (0.6, 5, 0.683), (0.8, 3, 0.896)]

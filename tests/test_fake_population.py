@@ -64,6 +64,7 @@ def _runs(
     )
 
 
+@pytest.mark.integration  # 1,800 samples, about 15 s of CPU: `make test`
 def test_single_and_vote_match_the_binomial_formula_over_300_tasks() -> None:
     graph = compile_sample()
     single, vote = _runs(graph, "single", 1, 300), _runs(graph, "vote", 5, 300)

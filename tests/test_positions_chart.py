@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tests.support.debate_cli import cli
+from tests.support.debate_cli import in_process as cli  # the real entry point, in this process
 
 SVG = "{http://www.w3.org/2000/svg}"
 

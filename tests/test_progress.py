@@ -9,7 +9,6 @@ import io
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -284,49 +283,29 @@ def test_output_with_a_text_name_writes_the_solution(
 
 
 def test_env_file_keys_reach_the_provider_and_are_never_printed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In a fresh process, as a user runs it (and so no model client outlives this test's event loop)."""
+    """Through the entry point with no key set, as a user runs it: the file gives the key and the server.
+
+    The two are blank rather than unset, so that what the file sets is put back after the test.
+    """
     secret = "sk-from-env-file-0123456789"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DEBATE_MODEL")
-    }
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.delenv("DEBATE_MODEL")
     with OpenAIServer(words=20) as server:
         keys = tmp_path / "keys.env"
         keys.write_text(
             f"# keys\nexport OPENAI_API_KEY='{secret}'\nOPENAI_BASE_URL={server.base_url}\n"
         )
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "debate_engine.app.cli.main",
-                "run",
-                "--model",
-                "openai:test-model",
-                "--agents",
-                "kiss",
-                "--rounds",
-                "1",
-                "-v",
-                "--db",
-                str(tmp_path / "d.sqlite"),
-                "--env-file",
-                str(keys),
-                "p",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**env, "OPENAI_API_KEY": ""},
-        )
-        assert result.returncode == 0, result.stderr
+        args = ["run", "--model", "openai:test-model", "--agents", "kiss", "--rounds", "1", "-v"]
+        code = main([*args, "--db", str(tmp_path / "d.sqlite"), "--env-file", str(keys), "p"])
+        result = capsys.readouterr()
+        assert code == 0, result.err
         assert server.requests and all(
             r["headers"]["authorization"] == f"Bearer {secret}" for r in server.requests
         )
-    assert secret not in result.stdout + result.stderr
+    assert secret not in result.out + result.err
     assert main(["run", "--model", "fake", "--env-file", str(tmp_path / "none.env"), "p"]) == 2
     assert "--env-file" in capsys.readouterr().err
 

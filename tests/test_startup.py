@@ -33,6 +33,7 @@ print("debate_engine.graph.roundtable" in sys.modules, "graph" in vars(builder),
 """
 
 
+@pytest.mark.integration  # what a fresh interpreter imports and builds is the point
 def test_a_phase_debate_builds_one_graph_and_one_tls_context() -> None:
     """Neither the roundtable nor the server's module-level graph is built, nor a model's own TLS context.
 
