@@ -16,14 +16,13 @@ checkpoint history.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from debate_engine.calls.ledger import empty_spend
-from debate_engine.config.context import Context, context_of
+from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import RunSettings, is_human
 from debate_engine.graph.state import ConversationState
@@ -55,7 +54,7 @@ class Intake:
 def plain(context: Any) -> dict[str, Any]:
     """Return a run's context as the plain dict state keeps: only the settings it names."""
     if isinstance(context, Context):
-        context = asdict(context)
+        context = context_dict(context)
     items = (context or {}).items() if isinstance(context, dict) else ()
     return {k: v for k, v in items if v not in (None, "") and k != "protocol"}
 
