@@ -24,7 +24,14 @@ from debate_engine.app.cli.outputs import (
     say,
 )
 from debate_engine.app.cli.progress import Progress
-from debate_engine.app.cli.runner import Stopped, drive, graph_for, protocol_of, run_until_signal
+from debate_engine.app.cli.runner import (
+    Stopped,
+    drive,
+    ended,
+    graph_for,
+    protocol_of,
+    run_until_signal,
+)
 from debate_engine.app.measure.compare.queued import QueuedRunFailed, Run, submit, wait
 from debate_engine.app.store.database import athread_lock, is_postgres, open_checkpointer
 from debate_engine.app.store.forking import (
@@ -191,7 +198,7 @@ async def _queued(
             if thread not in kept:
                 async with athread_lock(db, thread):
                     await write_fork(graph, point, values, thread)
-        left = [thread for thread, _, _ in plans if (await state(thread)).next]
+        left = [thread for thread, _, _ in plans if not ended(await state(thread))]
         await submit(app, [Run(thread, protocol=protocol_of(point.values)) for thread in left])
         say(args, f"{len(left)} fork(s) on the queue; `debate worker`s run them")
         done = [0]

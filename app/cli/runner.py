@@ -171,6 +171,16 @@ def graph_for(context_or_protocol: Any, saver: Any) -> Any:
     return compile_debate(checkpointer=saver)
 
 
+def ended(snapshot: Any) -> bool:
+    """Return whether LangGraph has nothing left to run on a thread: a checkpoint with no tasks at all.
+
+    ``snapshot.next`` alone misleads after a crash between a step's last write and the checkpoint after
+    it: every task of the step has its result, so none is "next", yet the graph has not run on. Resuming
+    applies those results and goes on; only a finished run (or one never started) has no tasks.
+    """
+    return not snapshot.tasks
+
+
 def protocol_of(values: dict[str, Any]) -> str:
     """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
     return str(

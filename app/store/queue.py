@@ -36,7 +36,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from debate_engine.app.cli.exit_codes import UserError
-from debate_engine.app.cli.runner import protocol_of
+from debate_engine.app.cli.runner import ended, protocol_of
 from debate_engine.app.store.database import (
     StorageError,
     ThreadBusy,
@@ -288,7 +288,7 @@ async def drive_thread(
         snapshot = await graph.aget_state(
             config
         )  # what runs next, only the thread's own graph knows
-    if snapshot.values and not snapshot.next and not snapshot.interrupts:
+    if snapshot.values and ended(snapshot):
         return snapshot.values  # finished before this job ran
     if not snapshot.values and not problem:
         raise UserError(f"thread {thread_id} holds no debate and the job has no problem")

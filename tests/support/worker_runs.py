@@ -188,7 +188,7 @@ def check_transcripts(
     for name, (_, rounds), want in zip(names, debates, expected, strict=True):
         got = values[name]["transcript"]
         ids = [t["id"] for t in got]
-        assert ids == expected_ids(rounds), name
+        assert ids == expected_ids(rounds), (name, ids)
         assert len(set(ids)) == len(ids), f"{name}: a turn twice"
         assert [same(t) for t in got] == [same(t) for t in want], (
             f"{name} differs from an uninterrupted run"
