@@ -15,7 +15,7 @@ from langgraph.channels import DeltaChannel
 from typing_extensions import TypedDict
 
 from debate_engine.calls.ledger import Spend, Tally
-from debate_engine.config.settings import RunSettings
+from debate_engine.config.settings import RunSettings, Synthesis
 from debate_engine.memory.records import SummaryRecord, Turn
 
 SNAPSHOT_EVERY = 1_000_000
@@ -83,6 +83,86 @@ def keep_last(current: Any, writes: Sequence[Any]) -> Any:
     return writes[-1] if writes else current
 
 
+class Dissent(TypedDict):
+    """An agent that does not hold the winning position: its final position and reason, verbatim."""
+
+    agent: str
+    position: str
+    reason: str
+    answer: str | None
+    """Its short answer (empty or None when it stated none)."""
+
+
+class Vote(TypedDict):
+    """One position held at the end, with the agents holding it and their summed confidence."""
+
+    position: str
+    answer: str | None
+    agents: list[str]
+    confidence: int
+
+
+class VerdictConfidence(TypedDict):
+    """How sure the outcome is, and how that was computed."""
+
+    value: int | None
+    """The agreement's share in percent; the judge's own confidence when no positions were stated."""
+    judge: NotRequired[int | None]
+    """The judge's own confidence beside the agreement (absent when no positions were stated)."""
+    how: str
+
+
+class Verdict(TypedDict):
+    """The outcome a user weighs, whatever the synthesis method (``nodes.verdict``)."""
+
+    method: Synthesis
+    position: str | None
+    """The winning position (None when no agent stated one)."""
+    answer: str | None
+    """The agents' plurality short answer, or None."""
+    judge_answer: NotRequired[str | None]
+    """The judge's own short answer (None when it stated none or no judge was asked); absent in verdicts made
+    before the judge was asked for one."""
+    agreement: list[str]
+    """The agents holding the winning position."""
+    dissent: list[Dissent]
+    cruxes: list[str]
+    votes: list[Vote]
+    confidence: VerdictConfidence
+
+
+class StopReason(TypedDict):
+    """Why and when a debate stopped early."""
+
+    round: int
+    reason: str
+    by: NotRequired[str]
+    """``judge`` when the judge's check after a round stopped it; absent otherwise."""
+
+
+class Assessment(TypedDict):
+    """The judge's check after a round under a ``convergence`` or ``quality`` stop rule."""
+
+    round: int
+    rule: str
+    model: str
+    reason: str
+    stop: bool
+    converged: NotRequired[bool]
+    """A ``convergence`` check's finding."""
+    best: NotRequired[str | None]
+    """A ``quality`` check's best agent, its ``score``, and the ``threshold`` that stops a debate."""
+    score: NotRequired[int | None]
+    threshold: NotRequired[float]
+
+
+class RoundClock(TypedDict):
+    """The running time of the current round (``timeoutPerRound``)."""
+
+    round: int
+    elapsed_s: float
+
+
 class Solution(TypedDict):
     """The judge's final answer."""
 
@@ -98,7 +178,7 @@ class Solution(TypedDict):
     confidence_reasons: str
     structured: bool
     """False when the model could not give structured output and this is plain text."""
-    verdict: NotRequired[dict[str, Any]]
+    verdict: NotRequired[Verdict]
     """The outcome a user weighs: ``method``, the winning ``position`` and ``answer``, ``agreement`` (the agents
     holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``,
     a ``confidence`` that says how it was computed, and ``judge_answer`` (the judge's own short answer; None when
@@ -148,8 +228,8 @@ class OutputState(TypedDict):
     status: Status
     spend: Spend
     stopped: str | None
-    stop_reason: NotRequired[dict[str, Any] | None]
-    assessments: NotRequired[list[dict[str, Any]]]
+    stop_reason: NotRequired[StopReason | None]
+    assessments: NotRequired[list[Assessment]]
 
 
 class Moderation(TypedDict):
@@ -218,14 +298,14 @@ class ConversationState(TypedDict):
     """Tokens and dollars spent so far (stored once per step as a write, not again in every checkpoint)."""
     stopped: str | None
     """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
-    stop_reason: NotRequired[dict[str, Any] | None]
+    stop_reason: NotRequired[StopReason | None]
     """Why and when the debate stopped early: ``{"round", "reason"}`` (convergence, budget, time)."""
     assessments: Annotated[
-        list[dict[str, Any]], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)
+        list[Assessment], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)
     ]
     """The judge's check after each round under a ``convergence`` or ``quality`` stop rule: ``{"round", "rule",
     "model", "reason", "stop"}`` with ``converged``, or ``best``, ``score`` and ``threshold``."""
-    round_clock: dict[str, Any] | None
+    round_clock: RoundClock | None
     """The running time of the current round: ``{"round": n, "elapsed_s": s}`` (``timeoutPerRound``); time
     stopped between a Ctrl-C and its resume does not count."""
     turn_count: int

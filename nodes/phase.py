@@ -66,10 +66,10 @@ def round_clock(name: str, state: ConversationState) -> tuple[int, float, float]
     if not limit or name not in ROUND_PHASES:
         return None
     _, round_no = next_step(state)
-    clock = state.get("round_clock") or {}
+    clock = state.get("round_clock")
     return (
         round_no,
-        float(clock.get("elapsed_s", 0.0)) if clock.get("round") == round_no else 0.0,
+        float(clock.get("elapsed_s", 0.0)) if clock and clock.get("round") == round_no else 0.0,
         limit,
     )
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 from debate_engine.calls.schemas import Bounded, answer_schema, chars_for, percent_field, text_field
-from debate_engine.graph.state import ConversationState
+from debate_engine.graph.state import ConversationState, StopReason
 from debate_engine.memory import Turn
 
 POSITION_KINDS = frozenset({"proposal", "refinement", "message"})
@@ -58,7 +59,7 @@ def position_of(parsed: dict[str, Any] | None) -> dict[str, Any] | None:
     return {key: parsed.get(key) for key in POSITION_FIELDS}
 
 
-def key_of(position: dict[str, Any]) -> str:
+def key_of(position: Mapping[str, Any]) -> str:
     """Return what two positions are compared by: the answer (a number by its exact value), else the one-line position."""
     answer = " ".join(str(position.get("answer") or "").split()).casefold().rstrip(".")
     if answer:
@@ -129,7 +130,7 @@ def with_changes(state: ConversationState, turns: list[Turn]) -> list[Turn]:
     return turns
 
 
-def converged(state: ConversationState, turns: list[Turn], round_no: int) -> dict[str, Any] | None:
+def converged(state: ConversationState, turns: list[Turn], round_no: int) -> StopReason | None:
     """``{"round", "reason"}`` when the stop rule is convergence and every agent now holds the same position."""
     settings = state["settings"]
     rule = settings.get("stop_rule") or {"type": "fixed"}

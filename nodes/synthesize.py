@@ -145,7 +145,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
 def render_solution(solution: Solution) -> str:
     """Return the solution as Markdown text, for the transcript and the terminal."""
     parts = [solution["description"]]
-    if answer := (solution.get("verdict") or {}).get("judge_answer"):
+    if (outcome := solution.get("verdict")) and (answer := outcome.get("judge_answer")):
         parts.append(f"Answer: {answer}")
     for title, key in SOLUTION_LISTS:
         items = solution.get(key) or []

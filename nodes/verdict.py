@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from debate_engine.graph.state import ConversationState
+from debate_engine.graph.state import ConversationState, Dissent, Verdict, Vote
 from debate_engine.memory import Turn
 from debate_engine.nodes.positions import key_of, latest
 
@@ -25,13 +25,13 @@ def final_positions(state: ConversationState) -> dict[str, Turn]:
     return {a["id"]: newest[a["id"]] for a in state["settings"]["agents"] if a["id"] in newest}
 
 
-def tally(state: ConversationState) -> list[dict[str, Any]]:
+def tally(state: ConversationState) -> list[Vote]:
     """Return the positions held at the end, most held first.
 
     Ties go by summed confidence, then by a draw seeded by the run.
     """
     finals = final_positions(state)
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, Vote] = {}
     for agent, turn in finals.items():
         position = turn["position"]
         group = groups.setdefault(
@@ -99,7 +99,7 @@ def merge_material(state: ConversationState) -> str:
     )
 
 
-def verdict(state: ConversationState, judged: dict[str, Any] | None) -> dict[str, Any]:
+def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     """Return the outcome as a user weighs it: position, agreement, dissent, cruxes, a sourced confidence.
 
     ``answer`` is the agents' plurality; ``judge_answer`` the judge's own short answer (None when it
@@ -126,7 +126,7 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> dict[str
     win = votes[0]
     held: dict[str, Any] = {agent: turn.get("position") for agent, turn in finals.items()}
     dissent = [
-        {"agent": agent, "position": p["position"], "reason": p["reason"], "answer": p["answer"]}
+        Dissent(agent=agent, position=p["position"], reason=p["reason"], answer=p["answer"])
         for agent, p in held.items()
         if agent not in win["agents"]
     ]

@@ -33,6 +33,7 @@ from debate_engine.app.cli.runner import (
     run_until_signal,
 )
 from debate_engine.app.measure.compare.queued import QueuedRunFailed, Run, submit, wait
+from debate_engine.app.reports.record import record_of
 from debate_engine.app.store.database import athread_lock, is_postgres, open_checkpointer
 from debate_engine.app.store.forking import (
     Changes,
@@ -256,7 +257,7 @@ async def _run(
             progress.close()
     if not quiet:
         progress.finish(snapshot.values)
-        kept = kept_line(snapshot.values)
+        kept = kept_line(record_of(snapshot.values))
         if kept:
             print(kept, file=sys.stderr)
     return dict(snapshot.values)
@@ -275,7 +276,7 @@ async def _single(
     args.thread_id = thread  # what the output hints name
     say(args, f"fork {thread} of {args.thread} at round {args.round}: {changes.label()}")
     final = await _run(db, graph, point, thread, values, args.quiet, args.verbose)
-    return finish(final, args)
+    return finish(record_of(final), args)
 
 
 def _table(

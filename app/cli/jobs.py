@@ -112,10 +112,8 @@ async def job_rows(app: Any, saver: Any) -> list[dict[str, Any]]:
         error = row["error"] or (
             {"aborted": "aborted", "cancelled": "cancelled"}.get(row["status"], "")
         )
-        if (
-            state == "failed"
-            and ((await status_of(saver, row["thread"]))[0] or {}).get("phase") == "done"
-        ):
+        status = (await status_of(saver, row["thread"]))[0] if state == "failed" else None
+        if status and status.get("phase") == "done":
             state = "done"
         out.append(
             {

@@ -6,11 +6,17 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, db_of
 from debate_engine.providers.secrets import redact
+
+if TYPE_CHECKING:
+    from debate_engine.app.store.database import ListedStatus
+    from debate_engine.graph.state import ForkOrigin, Phase
 
 COLUMNS = (
     "thread",
@@ -28,7 +34,27 @@ COLUMNS = (
 DEFAULT_LIMIT = 20
 
 
+class ListRow(TypedDict):
+    """One debate as ``debate list`` shows it (``--json`` prints it whole); the viewer lists it too."""
+
+    thread: str
+    updated_at: float
+    status: str
+    """``done``, ``waiting for answers``, ``running`` or ``interrupted``."""
+    round: int
+    rounds: int
+    phase: Phase
+    turns: int
+    tokens: int
+    cost: float
+    cached_tokens: int
+    saved: float
+    forked_from: ForkOrigin | None
+    problem: str
+
+
 def register(sub: Any) -> None:
+    """Add ``debate list`` to the command line's subcommands (``sub``: argparse's, untyped)."""
     listing = sub.add_parser(
         "list",
         help="list stored debates, newest first",
@@ -75,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
+def _cells(row: ListRow) -> list[str]:
     """Return a row as the table prints it: tokens and cost name the cached prompt tokens and the saving when any."""
     from debate_engine.app.store.forking import origin_text  # start-up: no langgraph in --help
 
@@ -102,7 +128,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
     ]
 
 
-async def rows_of(db: str) -> list[dict[str, Any]]:
+async def rows_of(db: str) -> list[ListRow]:
     """One row per thread: its newest checkpoint's status record, never the whole debate."""
     from debate_engine.app.store.database import (  # start-up: no langgraph in --help
         open_checkpointer,
@@ -110,7 +136,7 @@ async def rows_of(db: str) -> list[dict[str, Any]]:
         thread_ids,
     )
 
-    rows: list[dict[str, Any]] = []
+    rows: list[ListRow] = []
     async with open_checkpointer(db) as saver:
         for thread in await thread_ids(saver):
             status, waiting = await status_of(saver, thread)
@@ -119,7 +145,7 @@ async def rows_of(db: str) -> list[dict[str, Any]]:
     return rows
 
 
-async def row_of(db: str, thread: str, status: dict[str, Any], waiting: bool) -> dict[str, Any]:
+async def row_of(db: str, thread: str, status: ListedStatus, waiting: bool) -> ListRow:
     """Return a thread's row from its newest status record: the viewer's list reads the same rows."""
     from debate_engine.app.store.database import athread_busy  # start-up: no langgraph in --help
 
@@ -135,7 +161,7 @@ async def row_of(db: str, thread: str, status: dict[str, Any], waiting: bool) ->
     return row_from(thread, status, state)
 
 
-def row_from(thread: str, status: dict[str, Any], state: str) -> dict[str, Any]:
+def row_from(thread: str, status: ListedStatus, state: str) -> ListRow:
     """Return a thread's row from its status record, ``state`` already told (done, running, ...)."""
     return {
         "thread": thread,

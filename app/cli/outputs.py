@@ -10,12 +10,16 @@ import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.config.wording import quoted
 from debate_engine.providers.secrets import redact
+
+if TYPE_CHECKING:
+    from debate_engine.app.reports.record import RunRecord
+    from debate_engine.graph.state import Status
 
 OUTPUT_FLAGS = ("output", "report", "csv", "md")
 THREAD_HELP = (
@@ -74,7 +78,7 @@ def _try_existing(path: Path) -> None:
         os.close(fd)
 
 
-def where(status: dict[str, Any] | None) -> str:
+def where(status: Status | None) -> str:
     """Where a debate stands, in words."""
     if not status:
         return "its start"
@@ -86,7 +90,7 @@ TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 """An ``--output`` name ending so gets the solution's text; any other (``.json``) the whole state."""
 
 
-def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
+def finish(values: RunRecord, args: argparse.Namespace) -> int:
     """Write the outputs asked for and print the solution (or say how to continue).
 
     Everything is redacted on the way out too: a debate stored by an older
@@ -118,7 +122,7 @@ def finish(values: dict[str, Any], args: argparse.Namespace) -> int:
 
 
 def _documents(
-    values: dict[str, Any], args: argparse.Namespace
+    values: RunRecord, args: argparse.Namespace
 ) -> list[tuple[str, str, Callable[[], str]]]:
     """Return the outputs asked for: flag, file, and how to render its text."""
     from debate_engine.app.reports.charts import report_files  # start-up: no matplotlib in --help
@@ -131,8 +135,8 @@ def _documents(
     found: list[tuple[str, str, Callable[[], str]]] = []
     output = getattr(args, "output", None)
     if output and Path(output).suffix.lower() in TEXT_SUFFIXES:
-        if values.get("solution"):
-            found.append(("output", output, lambda: render_solution(values["solution"]) + "\n"))
+        if solution := values.get("solution"):
+            found.append(("output", output, lambda: render_solution(solution) + "\n"))
         elif not getattr(args, "quiet", False):
             print(f"--output {output}: no solution to write yet", file=sys.stderr)
     elif output:

@@ -20,6 +20,7 @@ import sys
 from typing import Any, TextIO
 
 from debate_engine.app.reports.figures import cache_phrase, duration, totals
+from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.words import counted
 from debate_engine.config.settings import HUMAN_PREFIX, is_human
 from debate_engine.providers.secrets import redact
@@ -70,7 +71,7 @@ def summary_line(values: dict[str, Any]) -> str:
 
     The same figures as the report's, however many runs the debate took.
     """
-    t = totals(values)
+    t = totals(record_of(values))
     stopped = f" (and {duration(t['stopped_s'])} stopped)" if t["stopped_s"] >= 1 else ""
     cache = cache_phrase(t)
     return (
@@ -99,7 +100,7 @@ class Progress:
         """Start from a stored debate: the calls it has made (its spend), the calls it has left, its tokens."""
         settings, status = values.get("settings") or {}, values.get("status") or {}
         by_phase = (values.get("spend") or {}).get("by_phase") or {}
-        made = totals(values)
+        made = totals(record_of(values))
         self.moderated = (settings.get("roundtable") or {}).get("order") == "moderator"
         self.roundtable = settings.get("protocol") == "roundtable"
         self.calls, self.tokens, self.summaries = (

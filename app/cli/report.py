@@ -11,6 +11,7 @@ from typing import Any
 from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
 from debate_engine.app.cli.outputs import add_db, check_outputs
 from debate_engine.app.cli.show import stored_values
+from debate_engine.app.reports.record import record_of
 from debate_engine.providers.secrets import redact
 
 
@@ -56,7 +57,7 @@ def load_export(path: str) -> dict[str, Any]:
         raise UserError(
             f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes"
         )
-    return values_from_export(data)
+    return dict(values_from_export(data))  # untyped again: `debate eval` reads it so (app.measure)
 
 
 def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
@@ -81,7 +82,7 @@ def main(args: argparse.Namespace) -> int:
     from debate_engine.app.reports.markdown import render_report  # start-up: no langgraph in --help
 
     check_outputs(args)
-    values, _ = debate_of(args)
+    values = record_of(debate_of(args)[0])
     if not args.output:
         sys.stdout.write(redact(render_report(values)))
         return EXIT_OK

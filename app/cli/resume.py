@@ -18,6 +18,7 @@ from debate_engine.app.cli.outputs import (
     say,
     where,
 )
+from debate_engine.app.reports.record import record_of
 
 
 def register(sub: Any) -> None:
@@ -60,7 +61,7 @@ async def _resume(args: argparse.Namespace) -> int:
                 raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")
             if snapshot.values.get("solution"):
                 say(args, f"debate {args.thread} is already finished")
-                return finish(snapshot.values, args)
+                return finish(record_of(snapshot.values), args)
             say(args, f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}")
             graph = graph_for(
                 protocol_of(snapshot.values), saver
@@ -72,6 +73,6 @@ async def _resume(args: argparse.Namespace) -> int:
             finally:
                 progress.close()
     try:
-        return finish(snapshot.values, args)
+        return finish(record_of(snapshot.values), args)
     finally:
         progress.finish(snapshot.values)

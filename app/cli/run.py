@@ -19,6 +19,7 @@ from debate_engine.app.cli.outputs import (
     finish,
     load_env_file,
 )
+from debate_engine.app.reports.record import record_of
 from debate_engine.prompts import role_names
 from debate_engine.providers.secrets import redact
 
@@ -376,6 +377,6 @@ async def _run(args: argparse.Namespace, problem: str, context: Any, settings: A
             finally:
                 progress.close()
     try:
-        return finish(snapshot.values, args)
+        return finish(record_of(snapshot.values), args)
     finally:
         progress.finish(snapshot.values)

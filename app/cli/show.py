@@ -16,6 +16,7 @@ from debate_engine.app.cli.outputs import (
     finish,
     where,
 )
+from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.providers.secrets import redact
 
@@ -52,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     check_outputs(args)
-    values = run_until_signal(stored_values(args))
+    values = record_of(run_until_signal(stored_values(args)))
     print(redact(f"thread {args.thread}: {where(values.get('status'))}"), file=sys.stderr)
     line = verdict_line(values)
     if line:

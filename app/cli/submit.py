@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, db_of
@@ -32,6 +32,9 @@ from debate_engine.app.cli.run import (
     people,
     problem_of,
 )
+
+if TYPE_CHECKING:
+    from debate_engine.app.store.database import ListedStatus
 
 FIXED = ("problem", "thread_id", "config", "protocol")
 """Keys of a line besides the ``Context`` fields (``config`` is the config file, like ``--config``)."""
@@ -331,7 +334,7 @@ async def _check_threads(app: Any, saver: Any, entries: list[Entry]) -> None:
 
 
 def _refusal(
-    entry: Entry, status: dict[str, Any] | None, busy: str | None, stored: str | None
+    entry: Entry, status: ListedStatus | None, busy: str | None, stored: str | None
 ) -> str | None:
     """Why ``entry`` may not be queued, given its thread's job state and stored debate; None when it may."""
     thread = entry.thread_id

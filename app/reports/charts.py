@@ -13,7 +13,7 @@ import io
 import textwrap
 import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.transforms import Transform
     from matplotlib.typing import RcKeyType
+
+    from debate_engine.app.measure.compare.results import ProtocolFigures
+    from debate_engine.app.reports.record import RunRecord
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 """Colours of the positions, most held first; positions past the palette's end share grey."""
@@ -72,7 +75,9 @@ def chart_path(report: str | Path) -> Path:
     return path.with_name(f"{path.stem}.positions.svg")
 
 
-def report_files(values: dict[str, Any], report: str, render: Any) -> list[tuple[str, Any]]:
+def report_files(
+    values: RunRecord, report: str, render: Callable[[], str]
+) -> list[tuple[str, Callable[[], str]]]:
     """Return the report at ``report`` and, when positions were stated, the chart beside it that the report shows."""
     chart = positions_svg(values)
     if chart is None:
@@ -83,14 +88,14 @@ def report_files(values: dict[str, Any], report: str, render: Any) -> list[tuple
     return [(report, lambda: render().replace(heading, shown, 1)), (str(where), lambda: chart)]
 
 
-def positions_svg(values: dict[str, Any]) -> str | None:
+def positions_svg(values: RunRecord) -> str | None:
     """Return the positions chart as SVG text, or None when no turn stated a position."""
     with drawing():
         chart = positions_chart(values)
         return None if chart is None else svg_text(chart)
 
 
-def accuracy_svg(summaries: list[dict[str, Any]]) -> str:
+def accuracy_svg(summaries: list[ProtocolFigures]) -> str:
     """Return a comparison's accuracy per protocol, with its interval, as SVG text."""
     with drawing():
         return svg_text(accuracy_chart(summaries))
@@ -106,11 +111,12 @@ def drawing() -> Iterator[None]:
 
 
 def _points(
-    values: dict[str, Any],
+    values: RunRecord,
 ) -> tuple[dict[str, list[tuple[int, int, str]]], list[tuple[str, str]]]:
     """Per agent ``(step, confidence, position key)``; and the positions, most held first, with a label each."""
     lines: dict[str, list[tuple[int, int, str]]] = {}
-    held: dict[str, list[Any]] = {}
+    held: dict[str, int] = {}
+    labels: dict[str, str] = {}
     for turn in values.get("transcript", []):
         position = turn.get("position")
         if not position:
@@ -120,12 +126,13 @@ def _points(
         lines.setdefault(turn["speaker"], []).append(
             (step, int(position.get("confidence") or 0), key)
         )
-        held.setdefault(key, [0, position.get("answer") or position.get("position") or ""])[0] += 1
-    ranked = sorted(held.items(), key=lambda item: -item[1][0])
-    return lines, [(key, str(label)) for key, (_, label) in ranked]
+        held[key] = held.get(key, 0) + 1
+        labels.setdefault(key, str(position.get("answer") or position.get("position") or ""))
+    ranked = sorted(held.items(), key=lambda item: -item[1])
+    return lines, [(key, labels[key]) for key, _ in ranked]
 
 
-def positions_chart(values: dict[str, Any]) -> Chart | None:
+def positions_chart(values: RunRecord) -> Chart | None:
     """Draw each agent's confidence over the steps, its points coloured by position (None: no positions).
 
     Call inside ``drawing()``, as ``positions_svg`` does, for the chart's fonts and ids.
@@ -265,7 +272,7 @@ def _legend_height(
     return max(3.6, 0.6 + 0.18 * text_lines + 0.08 * (len(labels) + rows))
 
 
-def accuracy_chart(summaries: list[dict[str, Any]]) -> Chart:
+def accuracy_chart(summaries: list[ProtocolFigures]) -> Chart:
     """Draw each protocol's accuracy with its interval, one row per protocol, the figures beside it.
 
     Call inside ``drawing()``, as ``accuracy_svg`` does, for the chart's fonts and ids.
@@ -302,7 +309,7 @@ def accuracy_chart(summaries: list[dict[str, Any]]) -> Chart:
     return chart
 
 
-def _reach(summary: dict[str, Any]) -> list[list[float]]:
+def _reach(summary: ProtocolFigures) -> list[list[float]]:
     """Return how far the interval reaches below and above the accuracy, never less than nothing.
 
     The interval counts tasks and the accuracy runs, so the accuracy can sit just outside it.
@@ -311,7 +318,7 @@ def _reach(summary: dict[str, Any]) -> list[list[float]]:
     return [[max(0.0, summary["accuracy"] - low)], [max(0.0, high - summary["accuracy"])]]
 
 
-def _figures(summary: dict[str, Any]) -> str:
+def _figures(summary: ProtocolFigures) -> str:
     """``0.650 (0.433-0.819), 13/20, 1,234 tokens/task``: what a protocol's row says beside it."""
     low, high = summary["interval"]
     if not summary["runs"]:
@@ -360,5 +367,6 @@ def _title(element: ET.Element, text: str, first: bool = False) -> None:
         element.append(title)
 
 
-def _roundtable(values: dict[str, Any]) -> bool:
-    return (values.get("settings") or {}).get("protocol") == "roundtable"
+def _roundtable(values: RunRecord) -> bool:
+    settings = values.get("settings")
+    return bool(settings and settings.get("protocol") == "roundtable")

@@ -8,9 +8,15 @@ to it. The final line, the report and a resumed run's progress read them here.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from typing_extensions import TypedDict
 
 from debate_engine.nodes.status import spent
+
+if TYPE_CHECKING:
+    from debate_engine.app.reports.record import RunRecord
 
 PHASES = (
     "clarification",
@@ -24,10 +30,86 @@ PHASES = (
     "summary",
 )
 """The order phases are listed in."""
+K = TypeVar("K")
+"""What a group of rows is keyed by: an agent, an agent and a phase, or ``total``."""
 
 
-def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[str, Any]:
-    """One call's row: its charged requests (the spend's rule), their tokens and latencies."""
+class Counts(TypedDict):
+    """Calls, tokens and latencies added up: an agent's, an agent's in a phase, or the debate's."""
+
+    calls: int
+    prompt: int
+    completion: int
+    latency_ms: list[int]
+    cut: int
+    """Turns cut at the output limit."""
+
+
+class FigureRow(Counts):
+    """One call's row (a turn's, a summary's, or the spend's for calls that wrote no record)."""
+
+    agent: str
+    phase: str
+
+
+class Billed(TypedDict):
+    """Dollars as billed and the provider's prompt cache."""
+
+    cost: float
+    cached_tokens: int
+    cache_write_tokens: int
+    saved: float
+
+
+class Figures(Billed):
+    """What a debate cost: times, calls, tokens, summaries, retries, failures; by agent, by phase."""
+
+    wall_s: float | None
+    """Set-up to the last step; None before set-up."""
+    running_s: float
+    stopped_s: float
+    total: Counts
+    turn_calls: int
+    moderation_calls: int
+    assessment_calls: int
+    summary_calls: int
+    summaries: int
+    failed_summaries: int
+    tokens_saved: int
+    extra_summary_calls: int
+    failed_requests: int
+    cut: list[str]
+    """The ids of the turns cut at the output limit."""
+    by_agent: dict[str, Counts]
+    by_phase: dict[tuple[str, str], Counts]
+
+
+class Totals(TypedDict):
+    """The debate's figures in a line's worth (dollars and seconds rounded)."""
+
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    cost: float
+    summary_calls: int
+    cached_tokens: int
+    cache_write_tokens: int
+    saved: float
+    running_s: float
+    stopped_s: float
+
+
+def _counts() -> Counts:
+    return Counts(calls=0, prompt=0, completion=0, latency_ms=[], cut=0)
+
+
+def _row(agent: str, phase: str, record: Mapping[str, Any], cut: int = 0) -> FigureRow:
+    """One call's row: its charged requests (the spend's rule), their tokens and latencies.
+
+    ``record`` is a turn or a summary as stored, by this version or an older one (whose keys the
+    types no longer name): it is read as the stored mapping it is.
+    """
     cost, attempts = spent(record), record.get("attempts")
     if attempts is not None:
         latency = [a.get("latency_ms", 0) for a in attempts if a.get("usage")]
@@ -58,11 +140,11 @@ def _row(agent: str, phase: str, record: dict[str, Any], cut: int = 0) -> dict[s
     }
 
 
-def own_part(values: dict[str, Any]) -> dict[str, Any]:
+def own_part(values: RunRecord) -> RunRecord:
     """Return a fork's own records: the turns and summaries after the ones it kept (``forked_from``), which the
     original made and paid for. A debate that is no fork is all its own."""
-    kept = values.get("forked_from") or {}
-    if not kept.get("turns") and not kept.get("summaries"):
+    kept = values.get("forked_from")
+    if not kept or (not kept.get("turns") and not kept.get("summaries")):
         return values
     return {
         **values,
@@ -71,7 +153,7 @@ def own_part(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
+def calls_of(values: RunRecord) -> list[FigureRow]:
     """One row per model-written turn and per summary: agent, phase, requests, tokens in and out, latencies.
 
     The roundtable moderator's choices and the judge's checks after a round write no turn: one row holds
@@ -85,10 +167,11 @@ def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
         if t.get("model") is not None
     ]
     rows += [_row(r["agent_id"], "summary", r) for r in values.get("summary_log", [])]
-    spend = values.get("spend") or {}
-    judge = ((values.get("settings") or {}).get("judge") or {}).get("id", "judge")
+    spend = values.get("spend")
+    settings = values.get("settings")
+    judge = settings["judge"].get("id", "judge") if settings and settings.get("judge") else "judge"
     for phase, label in (("moderate", "moderation"), ("assess", "assessment")):
-        made = (spend.get("by_phase") or {}).get(phase)
+        made = ((spend.get("by_phase") or {}) if spend else {}).get(phase)
         if made:
             rows.append(
                 {
@@ -101,25 +184,31 @@ def calls_of(values: dict[str, Any]) -> list[dict[str, Any]]:
                     "cut": 0,
                 }
             )
-    if spend.get("total"):
-        left = {
-            "calls": spend["total"]["calls"] - sum(r["calls"] for r in rows),
-            "prompt": spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows),
-            "completion": spend["total"]["output_tokens"] - sum(r["completion"] for r in rows),
-        }
-        if any(left.values()):
+    if spend and spend.get("total"):
+        calls = spend["total"]["calls"] - sum(r["calls"] for r in rows)
+        prompt = spend["total"]["input_tokens"] - sum(r["prompt"] for r in rows)
+        completion = spend["total"]["output_tokens"] - sum(r["completion"] for r in rows)
+        if calls or prompt or completion:
             rows.append(
-                {"agent": "(none)", "phase": "without a record", **left, "latency_ms": [], "cut": 0}
+                {
+                    "agent": "(none)",
+                    "phase": "without a record",
+                    "calls": calls,
+                    "prompt": prompt,
+                    "completion": completion,
+                    "latency_ms": [],
+                    "cut": 0,
+                }
             )
     return rows
 
 
-def _add(groups: dict[Any, dict[str, Any]], key: Any, row: dict[str, Any]) -> None:
-    group = groups.setdefault(
-        key, {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0}
-    )
-    for name in ("calls", "prompt", "completion", "cut"):
-        group[name] += row[name]
+def _add(groups: dict[K, Counts], key: K, row: FigureRow) -> None:
+    group = groups.setdefault(key, _counts())
+    group["calls"] += row["calls"]
+    group["prompt"] += row["prompt"]
+    group["completion"] += row["completion"]
+    group["cut"] += row["cut"]
     group["latency_ms"] += row["latency_ms"]
 
 
@@ -129,7 +218,7 @@ SAME_STEP_S = 1.0
 """Records made this close together were made by one step."""
 
 
-def timeline(values: dict[str, Any]) -> tuple[float, float]:
+def timeline(values: RunRecord) -> tuple[float, float]:
     """Seconds the debate ran and seconds it stood stopped (interrupted, or waiting for answers).
 
     Every turn and summary is recorded when its calls end, with the calls' latencies. Between one step's
@@ -137,12 +226,16 @@ def timeline(values: dict[str, Any]) -> tuple[float, float]:
     moderator's choice that leaves no record) and a few seconds; a longer gap is a stop, of which the step
     ran only for its calls.
     """
-    status = values.get("status") or {}
+    status = values.get("status")
     if not status:
         return 0.0, 0.0
+    records: list[Mapping[str, Any]] = [
+        *values.get("transcript", []),
+        *values.get("summary_log", []),
+    ]
     marks = sorted(
         (r["created_at"], sum(_row("", "", r)["latency_ms"]) / 1000)
-        for r in [*values.get("transcript", []), *values.get("summary_log", [])]
+        for r in records
         if r.get("created_at") and (r.get("model") or r.get("agent_id"))
     )
     steps: list[list[float]] = []
@@ -162,7 +255,7 @@ def timeline(values: dict[str, Any]) -> tuple[float, float]:
     return running, stopped
 
 
-def figures(values: dict[str, Any]) -> dict[str, Any]:
+def figures(values: RunRecord) -> Figures:
     """Return what a debate cost: time running and stopped, calls, tokens, summaries, retries, failures, latency.
 
     Calls and tokens are the state's spend (every request the provider answered, with its own usage);
@@ -170,9 +263,9 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     """
     values = own_part(values)
     rows = calls_of(values)
-    by_agent: dict[str, dict[str, Any]] = {}
-    by_phase: dict[tuple[str, str], dict[str, Any]] = {}
-    total: dict[Any, dict[str, Any]] = {}
+    by_agent: dict[str, Counts] = {}
+    by_phase: dict[tuple[str, str], Counts] = {}
+    total: dict[str, Counts] = {}
     for row in sorted(
         rows, key=lambda r: PHASES.index(r["phase"]) if r["phase"] in PHASES else len(PHASES)
     ):
@@ -181,15 +274,14 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
         _add(total, "total", row)
     log = values.get("summary_log", [])
     ok = [r for r in log if r["status"] == "ok"]
-    status = values.get("status") or {}
+    status = values.get("status")
     running, stopped = timeline(values)
     attempts = [a for r in [*values.get("transcript", []), *log] for a in r.get("attempts") or []]
     return {
         "wall_s": max(0.0, status["updated_at"] - status["started_at"]) if status else None,
         "running_s": running,
         "stopped_s": stopped,
-        "total": total.get("total")
-        or {"calls": 0, "prompt": 0, "completion": 0, "latency_ms": [], "cut": 0},
+        "total": total.get("total") or _counts(),
         "turn_calls": sum(
             r["calls"] for r in rows if r["phase"] not in ("summary", "moderation", "assessment")
         ),
@@ -208,9 +300,12 @@ def figures(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def billed(values: dict[str, Any]) -> dict[str, Any]:
+def billed(values: RunRecord) -> Billed:
     """Dollars as billed, and the provider's prompt cache: tokens read and written, dollars saved (the spend's)."""
-    spent = (values.get("spend") or {}).get("total") or {}
+    spend = values.get("spend")
+    spent = spend.get("total") if spend else None
+    if not spent:
+        return {"cost": 0.0, "cached_tokens": 0, "cache_write_tokens": 0, "saved": 0.0}
     return {
         "cost": spent.get("cost", 0.0),
         "cached_tokens": spent.get("cache_read_tokens", 0),
@@ -219,7 +314,7 @@ def billed(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def cache_phrase(found: dict[str, Any]) -> str:
+def cache_phrase(found: Billed) -> str:
     """Return the prompt cache's figures in words ("" when the provider reported none)."""
     if not found["cached_tokens"] and not found["cache_write_tokens"]:
         return ""
@@ -230,7 +325,7 @@ def cache_phrase(found: dict[str, Any]) -> str:
     )
 
 
-def totals(values: dict[str, Any]) -> dict[str, Any]:
+def totals(values: RunRecord) -> Totals:
     """Return the debate's figures in a line's worth: what the final line and a resumed run's live line start from."""
     f = figures(values)
     t = f["total"]

@@ -8,26 +8,78 @@ roundtable turn by turn (one ``## Round`` section per turn would bury a long one
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from typing_extensions import TypedDict
 
 from debate_engine.app.reports.figures import cache_phrase, duration, figures, latency
+from debate_engine.app.reports.record import RunRecord, record_of
 from debate_engine.app.reports.verdict_section import positions_section, verdict_section
 from debate_engine.app.reports.words import counted
 from debate_engine.app.store.forking import kept_line
 from debate_engine.memory.facets import registry_digest
 
+if TYPE_CHECKING:
+    from debate_engine.calls.ledger import Spend
+    from debate_engine.config.settings import AgentProfile, RunSettings
+    from debate_engine.graph.state import (
+        Assessment,
+        FacetEntry,
+        ForkOrigin,
+        Moderation,
+        Solution,
+        Status,
+        StopReason,
+    )
+    from debate_engine.memory.records import ModelPrice, SummaryRecord, Turn
+
 ROUND_KINDS = {"proposal": "Proposals", "critique": "Critiques", "refinement": "Refinements"}
 """What a phase debate's round holds, in order, with its section title."""
+SOLUTION_PARTS: tuple[
+    tuple[str, Literal["key_decisions", "trade_offs", "recommendations", "open_risks"]], ...
+] = (
+    ("Key decisions", "key_decisions"),
+    ("Trade-offs", "trade_offs"),
+    ("Recommendations", "recommendations"),
+    ("Open risks", "open_risks"),
+)
+"""The solution's lists the report shows, in order, with their titles."""
 
 
-def export_state(values: dict[str, Any]) -> dict[str, Any]:
+class Export(TypedDict):
+    """A debate as ``--output FILE.json`` writes it: the agents and the judge apart from the other settings,
+    their prompts left out."""
+
+    problem: str
+    settings: dict[str, object]
+    """The run's settings but the agents and the judge."""
+    agents: list[dict[str, object]]
+    """Each agent's profile without its prompts."""
+    judge: dict[str, object] | None
+    status: Status | None
+    transcript: list[Turn]
+    summary_log: list[SummaryRecord]
+    solution: Solution | None
+    spend: Spend | None
+    stopped: str | None
+    moderation: Moderation | None
+    facets: dict[str, dict[str, FacetEntry]]
+    stop_reason: StopReason | None
+    assessments: list[Assessment]
+    forked_from: ForkOrigin | None
+
+
+def export_state(values: RunRecord) -> Export:
     """Return the fields a user keeps from a debate, as plain JSON-ready data."""
-    settings = values.get("settings") or {}
+    settings = values.get("settings")
     return {
         "problem": values.get("problem", ""),
-        "settings": {k: v for k, v in settings.items() if k not in ("agents", "judge")},
-        "agents": [_public(a) for a in settings.get("agents", [])],
-        "judge": _public(settings["judge"]) if settings.get("judge") else None,
+        "settings": (
+            {k: v for k, v in settings.items() if k not in ("agents", "judge")} if settings else {}
+        ),
+        "agents": [_public(a) for a in settings.get("agents", [])] if settings else [],
+        "judge": _public(settings["judge"]) if settings and settings.get("judge") else None,
         "status": values.get("status"),
         "transcript": values.get("transcript", []),
         "summary_log": values.get("summary_log", []),
@@ -42,15 +94,18 @@ def export_state(values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def values_from_export(data: dict[str, Any]) -> dict[str, Any]:
-    """Return a debate's values from its ``--output`` JSON: the inverse of :func:`export_state`."""
+def values_from_export(data: Mapping[str, Any]) -> RunRecord:
+    """Return a debate's values from its ``--output`` JSON (read from disk, untyped): the inverse of
+    :func:`export_state`."""
     settings = {**(data.get("settings") or {}), "agents": data.get("agents") or []}
     if data.get("judge"):
         settings["judge"] = data["judge"]
-    return {**{k: v for k, v in data.items() if k not in ("agents", "judge")}, "settings": settings}
+    return record_of(
+        {**{k: v for k, v in data.items() if k not in ("agents", "judge")}, "settings": settings}
+    )
 
 
-def _public(profile: dict[str, Any]) -> dict[str, Any]:
+def _public(profile: AgentProfile) -> dict[str, object]:
     return {k: v for k, v in profile.items() if k not in ("system_prompt", "summary_prompt")}
 
 
@@ -60,21 +115,22 @@ def _quote(text: str) -> str:
     )
 
 
-def _cell(text: Any) -> str:
+def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_report(values: dict[str, Any]) -> str:
+def render_report(values: RunRecord) -> str:
     """Render a whole debate as Markdown."""
     transcript = values.get("transcript", [])
     lines = ["# Debate report", "", "## Problem", "", _quote(values.get("problem", "")), ""]
-    lines += _agents(values.get("settings") or {})
+    settings = values.get("settings")
+    lines += _agents(settings) if settings else _agents_head()
     clarifications = [t for t in transcript if t["kind"] == "clarification"]
     if clarifications:
         lines += ["", "## Clarifications", ""]
         for turn in clarifications:
             lines += [f"**{turn['speaker']}**", "", _quote(turn["content"]), ""]
-    if (values.get("settings") or {}).get("protocol") == "roundtable":
+    if settings and settings.get("protocol") == "roundtable":
         lines += _turns(values)
     for r in sorted(
         {t["round"] for t in transcript if t["round"] > 0 and t["kind"] in ROUND_KINDS}
@@ -89,13 +145,17 @@ def render_report(values: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _agents(settings: dict[str, Any]) -> list[str]:
-    lines = [
+def _agents_head() -> list[str]:
+    return [
         "## Agents",
         "",
         "| id | role | model | temperature | window | max output |",
         "|---|---|---|---|---|---|",
     ]
+
+
+def _agents(settings: RunSettings) -> list[str]:
+    lines = _agents_head()
     for a in [*settings.get("agents", []), *([settings["judge"]] if settings.get("judge") else [])]:
         lines.append(
             f"| {_cell(a['id'])} | {a['role']} | `{_cell(a['model'])}` | {a['temperature']} "
@@ -104,7 +164,7 @@ def _agents(settings: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _round(transcript: list[dict[str, Any]], r: int) -> list[str]:
+def _round(transcript: list[Turn], r: int) -> list[str]:
     lines: list[str] = []
     for kind, title in ROUND_KINDS.items():
         turns = [t for t in transcript if t["round"] == r and t["kind"] == kind]
@@ -118,7 +178,7 @@ def _round(transcript: list[dict[str, Any]], r: int) -> list[str]:
     return lines
 
 
-def _turns(values: dict[str, Any]) -> list[str]:
+def _turns(values: RunRecord) -> list[str]:
     """Return the roundtable's conversation in order, and the moderator's last choice when it moderates."""
     lines = ["", "## Turns", ""]
     for turn in values.get("transcript", []):
@@ -144,9 +204,9 @@ def _turns(values: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _contribution(turn: dict[str, Any]) -> list[str]:
+def _contribution(turn: Turn) -> list[str]:
     """One turn's figures (what its speaker saw, whether it was cut) and its text."""
-    seen = turn.get("view") or {}
+    seen = turn.get("view")
     audit = (
         f" · saw {counted(seen.get('turns', 0), 'turn')} verbatim, summary {seen.get('summary_id') or 'none'}, "
         f"{seen.get('prompt_tokens', 0)} prompt tokens"
@@ -157,7 +217,7 @@ def _contribution(turn: dict[str, Any]) -> list[str]:
     return ["", f"*{turn['tokens']} tokens{audit}{cut}*", "", _quote(turn["content"]), ""]
 
 
-def _summaries(log: list[dict[str, Any]]) -> list[str]:
+def _summaries(log: list[SummaryRecord]) -> list[str]:
     if not log:
         return []
     lines = [
@@ -178,7 +238,7 @@ def _summaries(log: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _recorded(registry: dict[str, dict[str, Any]]) -> list[str]:
+def _recorded(registry: dict[str, dict[str, FacetEntry]]) -> list[str]:
     """Return what the summaries recorded across the whole debate, most referenced first (the judge is shown the same)."""
     digest = registry_digest(registry, per_facet=12)
     if not digest:
@@ -195,17 +255,12 @@ def _recorded(registry: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _solution(solution: dict[str, Any] | None) -> list[str]:
+def _solution(solution: Solution | None) -> list[str]:
     lines = ["", "## Final solution", ""]
     if not solution:
         return [*lines, "*No solution yet: the debate did not finish.*"]
     lines.append(_quote(solution["description"]))
-    for title, key in (
-        ("Key decisions", "key_decisions"),
-        ("Trade-offs", "trade_offs"),
-        ("Recommendations", "recommendations"),
-        ("Open risks", "open_risks"),
-    ):
+    for title, key in SOLUTION_PARTS:
         if solution.get(key):
             lines += ["", f"**{title}**", ""] + [f"- {_cell(item)}" for item in solution[key]]
     if solution.get("structured"):
@@ -222,7 +277,7 @@ def _solution(solution: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _estimated(prices: dict[str, Any]) -> str:
+def _estimated(prices: Mapping[str, ModelPrice]) -> str:
     """Which cache prices the price list lacked and the provider's published ratio stood in for."""
     named = [
         f"{spec} ({' and '.join(p['estimated']).replace('_', ' ')})"
@@ -236,7 +291,13 @@ def _estimated(prices: dict[str, Any]) -> str:
     )
 
 
-def _figures(values: dict[str, Any]) -> list[str]:
+def _prices(values: RunRecord) -> Mapping[str, ModelPrice]:
+    """Return the prices the run was charged at (none before its set-up)."""
+    settings = values.get("settings")
+    return (settings.get("prices") or {}) if settings else {}
+
+
+def _figures(values: RunRecord) -> list[str]:
     f = figures(values)
     total = f["total"]
     mean, top = latency(total["latency_ms"])
@@ -276,7 +337,7 @@ def _figures(values: dict[str, Any]) -> list[str]:
         (
             "cost",
             f"${f['cost']:.4f} as billed (prompt tokens read from the provider's cache at its cache price)"
-            + _estimated((values.get("settings") or {}).get("prices") or {}),
+            + _estimated(_prices(values)),
         ),
         ("cached prompt tokens", cache_phrase(f) or "0 (the provider reported none)"),
         (

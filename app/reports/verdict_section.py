@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from debate_engine.app.reports.record import RunRecord
+    from debate_engine.graph.state import Verdict
+    from debate_engine.memory.records import Turn
 
 
-def _cell(text: Any, limit: int = 80) -> str:
+def _cell(text: object, limit: int = 80) -> str:
     text = " ".join(str(text or "").split()).replace("|", "\\|")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def positions_section(values: dict[str, Any]) -> list[str]:
+def positions_section(values: RunRecord) -> list[str]:
     """Return a table of agents by round: each stated position and its confidence, changes marked."""
     held = [t for t in values.get("transcript", []) if t.get("position")]
     if not held:
@@ -45,7 +50,7 @@ def positions_section(values: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _column(turn: dict[str, Any]) -> str:
+def _column(turn: Turn) -> str:
     return (
         "proposed"
         if turn["kind"] == "proposal"
@@ -53,9 +58,15 @@ def _column(turn: dict[str, Any]) -> str:
     )
 
 
-def verdict_section(values: dict[str, Any]) -> list[str]:
+def _verdict(values: RunRecord) -> Verdict | None:
+    """Return the solution's verdict; None before the synthesis, or when it made none."""
+    solution = values.get("solution")
+    return solution.get("verdict") if solution else None
+
+
+def verdict_section(values: RunRecord) -> list[str]:
     """Return the settled outcome: the method, the winning position, agreement, every dissent verbatim, the cruxes."""
-    verdict = (values.get("solution") or {}).get("verdict")
+    verdict = _verdict(values)
     if not verdict:
         return []
     lines = ["", "## Verdict", "", f"- method: {verdict['method']}"]
@@ -89,9 +100,9 @@ def verdict_section(values: dict[str, Any]) -> list[str]:
     return lines
 
 
-def verdict_line(values: dict[str, Any]) -> str | None:
+def verdict_line(values: RunRecord) -> str | None:
     """One line for the terminal: method, agreement, dissent and why the debate stopped."""
-    verdict = (values.get("solution") or {}).get("verdict")
+    verdict = _verdict(values)
     if not verdict:
         return None
     total = len(verdict["agreement"]) + len(verdict["dissent"])
@@ -101,14 +112,14 @@ def verdict_line(values: dict[str, Any]) -> str | None:
     )
     line += f", {len(verdict['dissent'])} dissent" if verdict["dissent"] else ""
     if values.get("stopped"):
-        stop = values.get("stop_reason") or {}
+        stop = values.get("stop_reason")
         line += f"; stopped early: {values['stopped']}" + (
-            f" in round {stop['round']}" if "round" in stop else ""
+            f" in round {stop['round']}" if stop and "round" in stop else ""
         )
     return line
 
 
-def checks_line(values: dict[str, Any]) -> str | None:
+def checks_line(values: RunRecord) -> str | None:
     """Return the judge's check of each round under a ``quality`` or ``convergence`` stop rule, in one line."""
     checks = values.get("assessments") or []
     if not checks:

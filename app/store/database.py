@@ -18,12 +18,13 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import IO, Any, LiteralString, Protocol, runtime_checkable
+from typing import IO, Any, LiteralString, NotRequired, Protocol, runtime_checkable
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine.errors import InputError, StorageTrouble
+from debate_engine.graph.state import ForkOrigin, Status
 from debate_engine.providers.secrets import redact
 
 # Each step jumps to the next thread id through the primary-key index: the
@@ -233,15 +234,23 @@ def is_postgres_conn(conn: Any) -> bool:
     return type(conn).__module__.split(".")[0] == "psycopg"
 
 
-async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[dict[str, Any] | None, bool]:
+class ListedStatus(Status):
+    """A thread's ``status`` record as a list reads it from the newest checkpoint alone: with the fork's
+    origin beside it, and the tokens of failed calls the spend has not settled yet counted in."""
+
+    forked_from: NotRequired[ForkOrigin | None]
+    unsettled_tokens: NotRequired[int]
+
+
+async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[ListedStatus | None, bool]:
     """Return a thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
-    newest checkpoint only."""
+    newest checkpoint only: LangGraph's untyped channel values become the typed record here."""
     found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
     if found is None:
         return None, False
     waiting = any(w[1] == "__interrupt__" for w in found.pending_writes or [])
     channels = found.checkpoint.get("channel_values", {})
-    status = channels.get("status")
+    status: ListedStatus | None = channels.get("status")
     if status and channels.get("forked_from"):  # a fork names its origin in the same small read
         status = {**status, "forked_from": channels["forked_from"]}
     unsettled = failed_tokens(found.pending_writes or [])

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import textwrap
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.reports.figures import duration, timeline
+from debate_engine.app.reports.record import RunRecord, record_of
 from debate_engine.app.reports.words import counted
 from debate_engine.calls.ledger import Tally, empty_spend, empty_tally
 from debate_engine.config.context import context_of
@@ -64,7 +66,7 @@ class Changes:
         return replace(base, **given)
 
 
-def counter_of(values: dict[str, Any]) -> tuple[str, str]:
+def counter_of(values: Mapping[str, Any]) -> tuple[str, str]:
     """Return the node that ends a round and the channel that counts rounds: ``refine``/``round``, ``turn``/``turn_count``."""
     roundtable = (values.get("settings") or {}).get("protocol") == "roundtable"
     return ("turn", "turn_count") if roundtable else ("refine", "round")
@@ -242,7 +244,7 @@ def origin_of(point: Any, thread: str, round_no: int) -> ForkOrigin:
         turns=len(values.get("transcript") or []),
         summaries=len(values.get("summary_log") or []),
         spent=_plus(earlier.get("spent") or empty_tally(), spent),
-        running_s=round(earlier.get("running_s", 0.0) + timeline(values)[0], 3),
+        running_s=round(earlier.get("running_s", 0.0) + timeline(record_of(values))[0], 3),
     )
 
 
@@ -259,13 +261,13 @@ def _plus(first: Tally, second: Tally) -> Tally:
     )
 
 
-def kept_line(values: dict[str, Any]) -> str | None:
+def kept_line(values: RunRecord) -> str | None:
     """Return what the rounds a fork kept had cost when the original ran them, for beside the fork's own final line.
 
     None for a debate that is no fork, or a fork written before its origin kept the figures.
     """
-    origin = values.get("forked_from") or {}
-    if "spent" not in origin:
+    origin = values.get("forked_from")
+    if not origin or "spent" not in origin:
         return None
     spent: Tally = origin["spent"]
     unit = "turn" if counter_of(values)[0] == "turn" else "round"
@@ -277,7 +279,7 @@ def kept_line(values: dict[str, Any]) -> str | None:
     )
 
 
-def origin_text(origin: dict[str, Any] | None) -> str:
+def origin_text(origin: ForkOrigin | None) -> str:
     """Return a fork's origin for a table cell: ``THREAD@rK``; empty for a debate that is no fork."""
     return f"{origin['thread']}@r{origin['round']}" if origin else ""
 

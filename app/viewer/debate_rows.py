@@ -60,7 +60,9 @@ async def version(saver: Any) -> str:
 
 async def all_rows(saver: BaseCheckpointSaver, db: str) -> list[dict[str, Any]]:
     """Return every debate's row, newest first, with the viewer's status words and its origin."""
-    return as_shown(await rows_of(db) if is_postgres(db) else await _sqlite_rows(saver, db))
+    if is_postgres(db):
+        return as_shown([{**row} for row in await rows_of(db)])
+    return as_shown(await _sqlite_rows(saver, db))
 
 
 def as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,8 +100,7 @@ async def _row(
     row = await row_of(db, thread, channels["status"], waiting)
     row["tokens"] += failed_tokens(writes)
     row["forked_from"] = channels.get("forked_from")
-    row["protocol"] = "roundtable" if channels.get("turn_count") else "phases"
-    return row
+    return {**row, "protocol": "roundtable" if channels.get("turn_count") else "phases"}
 
 
 def origin_of(row: dict[str, Any]) -> dict[str, str] | None:

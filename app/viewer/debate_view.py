@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from debate_engine.app.reports.figures import PHASES, duration, figures, latency
+from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.verdict_section import checks_line
 from debate_engine.app.store.forking import kept_line
 from debate_engine.nodes.positions import key_of
@@ -147,13 +148,14 @@ def verdict(values: dict[str, Any]) -> dict[str, Any] | None:
         **found,
         "total": len(found.get("agreement", [])) + len(found.get("dissent", [])),
         "stopped": stopped,
-        "checks": checks_line(values),
+        "checks": checks_line(record_of(values)),
     }
 
 
 def figures_view(values: dict[str, Any]) -> dict[str, Any]:
     """Return the figures as the page prints them: times, calls, tokens, cached tokens, cost; by agent and phase."""
-    found = figures(values)
+    record = record_of(values)
+    found = figures(record)
     total = found["total"]
     order = list(found["by_agent"])
     by_phase = sorted(
@@ -172,7 +174,7 @@ def figures_view(values: dict[str, Any]) -> dict[str, Any]:
             ("completion tokens", total["completion"]),
             ("cached prompt tokens", found["cached_tokens"]),
             ("cost", f"${found['cost']:.4f}"),
-            *([("before the fork", kept)] if (kept := kept_line(values)) else []),
+            *([("before the fork", kept)] if (kept := kept_line(record)) else []),
         ],
         "by_agent": [(a, g, latency(g["latency_ms"])) for a, g in found["by_agent"].items()],
         "by_phase": [(a, p, g, latency(g["latency_ms"])) for (a, p), g in by_phase],

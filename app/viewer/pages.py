@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from debate_engine.app.cli.outputs import where
 from debate_engine.app.reports.charts import accuracy_svg, positions_svg
+from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.app.viewer import debate_view as view
 from debate_engine.app.viewer.comparison_view import comparison_of
@@ -48,7 +49,7 @@ def row_facts(channels: dict[str, Any]) -> dict[str, Any]:
     """Return what a list row shows beyond ``debate list``'s record: the protocol and the verdict line."""
     return {
         "protocol": "roundtable" if channels.get("turn_count") else "phases",
-        "verdict": verdict_line(channels) or "",
+        "verdict": verdict_line(record_of(channels)) or "",
     }
 
 
@@ -66,7 +67,7 @@ async def standing(request: Request, thread: str) -> dict[str, Any]:
     store, runs = request.app.state.store, request.app.state.runs
     checkpoint, status, waiting = await store.newest(thread)
     running = runs.running(thread) or (not waiting and await store.busy(thread))
-    phase = (status or {}).get("phase", "setup")
+    phase = status.get("phase", "setup") if status else "setup"
     word = (
         "done"
         if phase == "done"
@@ -80,9 +81,9 @@ async def standing(request: Request, thread: str) -> dict[str, Any]:
         "checkpoint": checkpoint,
         "status": word,
         "phase": phase,
-        "round": (status or {}).get("round", 0),
+        "round": status.get("round", 0) if status else 0,
         "where": where(status),
-        "turns": (status or {}).get("turns", 0),
+        "turns": status.get("turns", 0) if status else 0,
         "failed": runs.failed.get(thread),
     }
 
@@ -152,7 +153,7 @@ async def state(request: Request) -> Response:
 async def positions_chart(request: Request) -> Response:
     """Return the positions chart as SVG (shown through an image, so nothing in it can run)."""
     _, loaded = await loaded_or_404(request)
-    chart = loaded.once("chart", lambda: positions_svg(loaded.values))
+    chart = loaded.once("chart", lambda: positions_svg(loaded.record))
     if chart is None:
         raise HTTPException(404, "this debate has no stated positions yet")
     return Response(chart, media_type="image/svg+xml", headers=SVG_HEADERS)

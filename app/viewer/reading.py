@@ -18,7 +18,9 @@ from typing import Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from debate_engine.app.reports.record import RunRecord, record_of
 from debate_engine.app.store.database import (
+    ListedStatus,
     athread_busy,
     open_checkpointer,
     status_of,
@@ -43,6 +45,11 @@ class Loaded:
     made: dict[str, Any] = field(default_factory=dict)
     """What pages made of this state (figures, the chart), kept with it: made once per version."""
 
+    @property
+    def record(self) -> RunRecord:
+        """Return the values as the typed record the reports and charts read."""
+        return record_of(self.values)
+
     def once(self, name: str, make: Callable[[], Any]) -> Any:
         """Return ``make()``, made once for this version of the debate."""
         if name not in self.made:
@@ -56,7 +63,7 @@ class Reader(Protocol):
     async def open(self) -> None: ...
     async def close(self) -> None: ...
     async def rows(self) -> list[dict[str, Any]]: ...
-    async def newest(self, thread: str) -> tuple[str | None, dict[str, Any] | None, bool]: ...
+    async def newest(self, thread: str) -> tuple[str | None, ListedStatus | None, bool]: ...
     async def load(self, thread: str) -> Loaded | None: ...
     async def channels(self, thread: str) -> dict[str, Any]: ...
     async def values(self, thread: str) -> dict[str, Any]: ...
@@ -105,7 +112,7 @@ class Store:
         assert self._saver is not None, "Store.open() first"
         return self._saver
 
-    async def newest(self, thread: str) -> tuple[str | None, dict[str, Any] | None, bool]:
+    async def newest(self, thread: str) -> tuple[str | None, ListedStatus | None, bool]:
         """Return a thread's newest version, its status record and whether it waits for answers.
 
         The version is the newest checkpoint's id and how many writes wait on it: a question

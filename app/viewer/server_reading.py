@@ -11,7 +11,7 @@ does. Whether a thread runs is the server's own word (``busy``), not a lock.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
 from langgraph.types import Interrupt
@@ -21,6 +21,9 @@ from langgraph_sdk.client import LangGraphClient
 from debate_engine.app.cli.list import row_from
 from debate_engine.app.viewer.debate_rows import as_shown
 from debate_engine.app.viewer.reading import Loaded, remember
+
+if TYPE_CHECKING:
+    from debate_engine.app.store.database import ListedStatus
 
 PAGE = 200
 """Threads asked for per search: the list reads them all, page by page."""
@@ -43,10 +46,9 @@ def server_row(thread: dict[str, Any]) -> dict[str, Any] | None:
     status = values.get("status") if isinstance(values, dict) else None
     if not isinstance(status, dict):
         return None
-    record = {**status, "forked_from": values.get("forked_from")}
+    record = cast("ListedStatus", {**status, "forked_from": values.get("forked_from")})
     row = row_from(str(thread["thread_id"]), record, state_word(thread, status))
-    row["protocol"] = "roundtable" if values.get("turn_count") else "phases"
-    return row
+    return {**row, "protocol": "roundtable" if values.get("turn_count") else "phases"}
 
 
 def asked_in(state: dict[str, Any]) -> list[Interrupt]:
@@ -101,7 +103,7 @@ class ServerStore:
         """Return every debate's row, newest first."""
         return as_shown([r for t in await self._threads() if (r := server_row(t))])
 
-    async def newest(self, thread: str) -> tuple[str | None, dict[str, Any] | None, bool]:
+    async def newest(self, thread: str) -> tuple[str | None, ListedStatus | None, bool]:
         """Return a thread's newest version, its status record and whether it waits for answers."""
         state = await self._state(thread)
         if state is None or not state.get("checkpoint"):

@@ -3,12 +3,37 @@ the paired test against ``vote``, and for the debates the flip matrix and confid
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired
+
+from typing_extensions import TypedDict
 
 from debate_engine.app.measure.compare import stats
 
 MULTI_TURN = ("debate", "debate-vote", "roundtable")
 """The protocols whose agents answer more than once: the only ones with flips."""
+
+
+class ProtocolFigures(TypedDict):
+    """One protocol's figures in a comparison: its table row, its point on the accuracy chart."""
+
+    protocol: str
+    label: str
+    runs: int
+    correct: int
+    left_out: int
+    accuracy: float
+    interval: list[float]
+    """The accuracy's 95% interval, low and high."""
+    tokens_per_task: float
+    cost_per_task: float
+    tokens_per_correct: float | None
+    cost_per_correct: float | None
+    wall_s_per_task: float
+    vs_vote: NotRequired[dict[str, Any]]
+    """The paired test against ``vote`` (every protocol but the vote)."""
+    flips: NotRequired[dict[str, int]]
+    """The multi-turn protocols' flip matrix and confidently wrong consensus."""
+    confidently_wrong_consensus: NotRequired[float]
 
 
 def summarise(
@@ -17,7 +42,7 @@ def summarise(
     runs: list[dict[str, Any]],
     baseline: list[dict[str, Any]] | None,
     planned: int | None = None,
-) -> dict[str, Any]:
+) -> ProtocolFigures:
     """One protocol's figures from its scored runs; ``baseline`` is the vote's runs, paired by task.
 
     ``planned`` is the runs asked for (tasks times seeds): those a spend cap stopped or never
@@ -27,7 +52,7 @@ def summarise(
     hits, tokens, cost = sum(correct), sum(r["tokens"] for r in runs), sum(r["cost"] for r in runs)
     low, high = stats.accuracy_interval(correct, [str(r["task"]) for r in runs])
     n = len(runs) or 1
-    found: dict[str, Any] = {
+    found: ProtocolFigures = {
         "protocol": protocol,
         "label": label,
         "runs": len(runs),
@@ -96,13 +121,13 @@ METHOD = (
 """How the figures were computed, printed under every table."""
 
 
-def markdown(summaries: list[dict[str, Any]], title: str, notes: list[str] | None = None) -> str:
+def markdown(summaries: list[ProtocolFigures], title: str, notes: list[str] | None = None) -> str:
     """Return the comparison as a Markdown table, one row per protocol; how it was computed; ``notes``."""
     rows = [f"## {title}", "", HEADER, "|" + "---|" * 10, *(_row(s) for s in summaries)]
     return "\n".join([*rows, "", METHOD, *(notes or [])]) + "\n"
 
 
-def _row(summary: dict[str, Any]) -> str:
+def _row(summary: ProtocolFigures) -> str:
     """One protocol's row of the table."""
     flips = summary.get("flips")
     consensus = summary.get("confidently_wrong_consensus")
@@ -121,7 +146,7 @@ def _row(summary: dict[str, Any]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _accuracy(summary: dict[str, Any]) -> str:
+def _accuracy(summary: ProtocolFigures) -> str:
     """``0.650 (0.433-0.819), 13/20``, and how many runs a spend cap left out."""
     low, high = summary["interval"]
     text = f"{summary['accuracy']:.3f} ({low:.3f}-{high:.3f})" if summary["runs"] else "-"
