@@ -191,17 +191,34 @@ def _runnable(
         timeout_s=request.timeout_s,
         loop=loop,
     )
-    runnable: Runnable[Any, Any] = model
-    if structured and request.schema is not None:
-        try:
-            runnable = model.with_structured_output(
-                request.schema, method="function_calling", include_raw=True
-            )
-        except NotImplementedError:
-            return None
-    return runnable.with_retry(
-        retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
-    )
+    if not (structured and request.schema is not None):
+        return model.with_retry(
+            retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
+        )
+    return _structured(model, request.schema)
+
+
+_STRUCTURED: dict[tuple[int, type[BaseModel]], tuple[object, Runnable[Any, Any] | None]] = {}
+"""Each model's structured form per schema: building it writes the schema's JSON (a few ms of CPU, taken
+while a wave's other requests wait for the interpreter), so it is built once and reused, being stateless."""
+
+
+def _structured(model: Any, schema: type[BaseModel]) -> Runnable[Any, Any] | None:
+    """Return ``model`` bound to answer ``schema`` by a tool call, retried on a body that is not JSON."""
+    kept = _STRUCTURED.get((id(model), schema))
+    if kept is not None and kept[0] is model:  # the entry keeps the model alive: its id is its own
+        return kept[1]
+    try:
+        bound = model.with_structured_output(schema, method="function_calling", include_raw=True)
+        runnable = bound.with_retry(
+            retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
+        )
+    except NotImplementedError:
+        runnable = None
+    if len(_STRUCTURED) >= 256:
+        _STRUCTURED.clear()
+    _STRUCTURED[(id(model), schema)] = (model, runnable)
+    return runnable
 
 
 def _result(
