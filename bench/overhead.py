@@ -14,6 +14,8 @@ round.
 
 from __future__ import annotations
 
+import multiprocessing
+import queue
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -69,24 +71,90 @@ class Segment:
         return count
 
 
-@contextmanager
-def _server() -> Iterator[tuple[OpenAIServer, list[Span]]]:
-    """Yield the loopback server, the engine's ``openai:`` models pointed at it, and its chat intervals."""
-    spans: list[Span] = []
+class _Provider:
+    """The loopback server in a process of its own, as a real provider is: its work never takes the engine's
+    interpreter lock. It reports each chat request's interval; ``latency_s`` is set between runs."""
+
+    def __init__(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._latency = ctx.Value("d", 0.0)
+        self._spans: Any = ctx.Queue()
+        self._stop = ctx.Event()
+        ready: Any = ctx.Queue()
+        self._proc = ctx.Process(
+            target=_serve, args=(self._latency, self._spans, self._stop, ready), daemon=True
+        )
+        self._proc.start()
+        self.base_url: str = ready.get(timeout=60)
+
+    @property
+    def latency_s(self) -> float:
+        return float(self._latency.value)
+
+    @latency_s.setter
+    def latency_s(self, value: float) -> None:
+        self._latency.value = value
+
+    def drain(self, into: list[Span]) -> None:
+        """Move the intervals reported so far into ``into``."""
+        while True:
+            try:
+                into.append(self._spans.get(timeout=0.2))
+            except queue.Empty:
+                return
+
+    def close(self) -> None:
+        self._stop.set()
+        self._proc.join(timeout=10)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+
+def _serve(latency: Any, spans: Any, stop: Any, ready: Any) -> None:
+    """Run the server (in the child process) until ``stop``; ``perf_counter`` is the machine's monotonic clock,
+    so the intervals compare with the engine's."""
 
     class TimedHandler(_Handler):
         def do_POST(self) -> None:
+            server.latency_s = latency.value
             began = time.perf_counter()
             try:
                 super().do_POST()
             finally:
-                spans.append((began, time.perf_counter()))
+                spans.put((began, time.perf_counter()))
 
     with OpenAIServer(words=WORDS) as server:
         assert server._httpd is not None
         server._httpd.RequestHandlerClass = TimedHandler
-        with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000"):
-            yield server, spans
+        ready.put(server.base_url)
+        stop.wait()
+
+
+class _Spans(list[Span]):
+    """The intervals of the provider's chat requests, fetched from its process when read."""
+
+    def __init__(self, provider: _Provider) -> None:
+        super().__init__()
+        self.provider = provider
+
+    def clear(self) -> None:
+        self.provider.drain([])  # a run before this one may still be reporting
+        super().clear()
+
+    def __iter__(self) -> Iterator[Span]:
+        self.provider.drain(self)
+        return super().__iter__()
+
+
+@contextmanager
+def _server() -> Iterator[tuple[_Provider, list[Span]]]:
+    """Yield the provider's process, the engine's ``openai:`` models pointed at it, and its chat intervals."""
+    provider = _Provider()
+    try:
+        with _environment(OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-bench-000000"):
+            yield provider, _Spans(provider)
+    finally:
+        provider.close()
 
 
 class _NodeStarts(BaseCallbackHandler):

@@ -76,6 +76,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"  # keep-alive, like the real API; streams use chunked encoding
     timeout = 10  # idle keep-alive connections release their thread
+    # TCP_NODELAY, as real servers set: a reply's head and body are two writes, and with Nagle's algorithm
+    # the body waits for the client's delayed ACK of the head (up to 40 ms).
+    disable_nagle_algorithm = True
     server: _HTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
