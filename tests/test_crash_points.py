@@ -13,15 +13,19 @@ same storage.
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine import compile_debate
 from debate_engine.app.cli.runner import ended
 from debate_engine.app.store.queue import drive_thread
 from debate_engine.graph.roundtable import compile_roundtable
+from tests.support.debate_cli import cli_env, in_process
 
 CONTEXT = {"model": "fake", "agents": "kiss,security", "rounds": 2}
 TABLE = {"model": "fake", "agents": "kiss,security", "turns": 6, "protocol": "roundtable"}
@@ -33,22 +37,26 @@ class Killed(BaseException):
 
 
 class DyingSaver(InMemorySaver):
-    """An in-memory checkpointer that dies at its ``put_at``-th checkpoint or ``writes_at``-th batch of writes."""
+    """An in-memory checkpointer that dies at its ``put_at``-th checkpoint or ``writes_at``-th batch of writes,
+    and stays dead: every later call fails too, as nothing reaches the disk of a killed process."""
 
     def __init__(self, put_at: int | None, writes_at: int | None) -> None:
         super().__init__()
         self.left = {"put": put_at, "writes": writes_at}
+        self.dead = False
+        self.checkpoints = 0
 
     def _tick(self, kind: str) -> None:
         left = self.left[kind]
-        if left is None:
-            return
-        if left <= 0:
+        if self.dead or left is not None and left <= 0:
+            self.dead = True
             raise Killed(kind)
-        self.left[kind] = left - 1
+        if left is not None:
+            self.left[kind] = left - 1
 
     async def aput(self, *args: Any, **kwargs: Any) -> Any:
         self._tick("put")
+        self.checkpoints += 1
         return await super().aput(*args, **kwargs)
 
     async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
@@ -57,21 +65,20 @@ class DyingSaver(InMemorySaver):
 
     def revive(self) -> None:
         """Run on, the same storage, as a new worker would."""
-        self.left = {"put": None, "writes": None}
+        self.left, self.dead = {"put": None, "writes": None}, False
 
 
 def _transcript_ids(values: dict[str, Any]) -> list[str]:
     return [t["id"] for t in values.get("transcript") or []]
 
 
-def _uninterrupted() -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def whole() -> dict[str, Any]:
+    """Return the same debate run without any interruption."""
     saver = DyingSaver(None, None)
     return asyncio.run(
         drive_thread({"phases": compile_debate(checkpointer=saver)}, "t", PROBLEM, CONTEXT, "w")
     )
-
-
-WHOLE = _uninterrupted()
 
 
 @pytest.mark.parametrize(
@@ -81,22 +88,27 @@ WHOLE = _uninterrupted()
     [(n, None) for n in range(1, 10)] + [(None, n) for n in (1, 2, 4, 7, 9, 12, 15, 19)],
 )
 def test_a_debate_killed_at_any_point_is_finished_whole_by_the_next_worker(
-    put_at: int | None, writes_at: int | None
+    put_at: int | None, writes_at: int | None, whole: dict[str, Any]
 ) -> None:
     saver = DyingSaver(put_at, writes_at)
     graphs = {"phases": compile_debate(checkpointer=saver)}
     with pytest.raises(Killed):
         asyncio.run(drive_thread(graphs, "t", PROBLEM, CONTEXT, "a"))
+    assert (
+        saver.checkpoints < 10
+    )  # the kill cut the run short (an uninterrupted one makes 10 checkpoints)
     saver.revive()
     values = asyncio.run(drive_thread(graphs, "t", PROBLEM, CONTEXT, "b"))
-    assert _transcript_ids(values) == _transcript_ids(WHOLE)
+    assert _transcript_ids(values) == _transcript_ids(whole)
     assert [t["content"] for t in values["transcript"]] == [
-        t["content"] for t in WHOLE["transcript"]
+        t["content"] for t in whole["transcript"]
     ]
-    assert values["solution"] == WHOLE["solution"]
+    assert values["solution"] == whole["solution"]
 
 
-def test_a_step_written_whole_without_its_next_checkpoint_has_not_ended() -> None:
+def test_a_step_written_whole_without_its_next_checkpoint_has_not_ended(
+    whole: dict[str, Any],
+) -> None:
     """The exact point that misled: ``next`` is empty, the step's tasks hold their results."""
     saver = DyingSaver(
         2, None
@@ -110,7 +122,7 @@ def test_a_step_written_whole_without_its_next_checkpoint_has_not_ended() -> Non
     assert not ended(snapshot)
     values = asyncio.run(drive_thread({"phases": graph}, "t", PROBLEM, CONTEXT, "b"))
     final = asyncio.run(graph.aget_state({"configurable": {"thread_id": "t"}}))
-    assert ended(final) and _transcript_ids(values) == _transcript_ids(WHOLE)
+    assert ended(final) and _transcript_ids(values) == _transcript_ids(whole)
 
 
 def _table(saver: DyingSaver) -> dict[str, Any]:
@@ -135,3 +147,48 @@ def test_a_roundtable_killed_between_checkpoints_is_finished_whole(put_at: int) 
     assert [t["content"] for t in values["transcript"]] == [
         t["content"] for t in whole["transcript"]
     ]
+
+
+class DyingSqlite(AsyncSqliteSaver):
+    """SQLite, as ``debate run`` keeps it, dying at its ``put_at``-th checkpoint."""
+
+    put_at = 0
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        if self.put_at <= 0:
+            raise Killed("put")
+        self.put_at -= 1
+        return await super().aput(*args, **kwargs)
+
+
+def test_resume_finishes_a_debate_killed_after_the_judges_writes(tmp_path: Path) -> None:
+    """The judge's writes are in, the last checkpoint is not: the values hold a solution, the checkpoint a task.
+
+    ``debate resume`` writes that checkpoint (asking no model) instead of calling the debate finished, so
+    ``debate list`` reads it done.
+    """
+    db = str(tmp_path / "d.sqlite")
+    config: Any = {"configurable": {"thread_id": "t"}}
+
+    async def killed() -> Any:
+        async with AsyncSqliteSaver.from_conn_string(db) as plain:
+            saver = DyingSqlite(plain.conn)
+            saver.put_at = (
+                9  # an uninterrupted two-round debate makes 10 checkpoints: die at the last
+            )
+            graph = compile_debate(checkpointer=saver)
+            with pytest.raises(Killed):
+                await drive_thread({"phases": graph}, "t", PROBLEM, CONTEXT, "a")
+            return await graph.aget_state(config)
+
+    def state() -> str:
+        listed = in_process("list", "--db", db, "--json")
+        assert listed.returncode == 0, listed.stderr
+        return str(json.loads(listed.stdout.splitlines()[0])["status"])
+
+    before = asyncio.run(killed())
+    assert before.values.get("solution") and not ended(before)
+    assert state() == "interrupted"
+    done = in_process("resume", "t", "--db", db, "--quiet", env={**cli_env(), "DEBATE_DB": db})
+    assert done.returncode == 0, done.stderr
+    assert state() == "done"

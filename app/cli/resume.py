@@ -44,7 +44,12 @@ def main(args: argparse.Namespace) -> int:
 
 async def _resume(args: argparse.Namespace) -> int:
     from debate_engine.app.cli.progress import Progress  # start-up: langgraph
-    from debate_engine.app.cli.runner import drive, graph_for, protocol_of  # start-up: langgraph
+    from debate_engine.app.cli.runner import (  # start-up: langgraph
+        drive,
+        ended,
+        graph_for,
+        protocol_of,
+    )
     from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
         athread_lock,
         open_checkpointer,
@@ -59,7 +64,9 @@ async def _resume(args: argparse.Namespace) -> int:
             snapshot = await graph.aget_state(config)
             if not snapshot.values:
                 raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")
-            if snapshot.values.get("solution"):
+            # A process killed after the judge's writes and before the last checkpoint left a solution in the
+            # values but a task in the checkpoint: going on writes that checkpoint, asking no model again.
+            if snapshot.values.get("solution") and ended(snapshot):
                 say(args, f"debate {args.thread} is already finished")
                 return finish(record_of(snapshot.values), args)
             say(args, f"resuming debate {args.thread} at {where(snapshot.values.get('status'))}")
