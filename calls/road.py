@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Generator
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -198,15 +199,21 @@ def _runnable(
     return _structured(model, request.schema)
 
 
-_STRUCTURED: dict[tuple[int, type[BaseModel]], tuple[object, Runnable[Any, Any] | None]] = {}
-"""Each model's structured form per schema: building it writes the schema's JSON (a few ms of CPU, taken
-while a wave's other requests wait for the interpreter), so it is built once and reused, being stateless."""
+_STRUCTURED: OrderedDict[tuple[int, type[BaseModel]], tuple[object, Runnable[Any, Any] | None]] = (
+    OrderedDict()
+)
+"""Each model's structured form per schema, least recently used first: building it writes the schema's JSON
+(a few ms of CPU, taken while a wave's other requests wait for the interpreter), so it is built once and
+reused, being stateless. Schemas are made once per shape (``lru_cache``), so the keys stay few."""
+STRUCTURED_KEPT = 256
 
 
 def _structured(model: Any, schema: type[BaseModel]) -> Runnable[Any, Any] | None:
     """Return ``model`` bound to answer ``schema`` by a tool call, retried on a body that is not JSON."""
-    kept = _STRUCTURED.get((id(model), schema))
+    key = (id(model), schema)
+    kept = _STRUCTURED.get(key)
     if kept is not None and kept[0] is model:  # the entry keeps the model alive: its id is its own
+        _STRUCTURED.move_to_end(key)
         return kept[1]
     try:
         bound = model.with_structured_output(schema, method="function_calling", include_raw=True)
@@ -215,9 +222,9 @@ def _structured(model: Any, schema: type[BaseModel]) -> Runnable[Any, Any] | Non
         )
     except NotImplementedError:
         runnable = None
-    if len(_STRUCTURED) >= 256:
-        _STRUCTURED.clear()
-    _STRUCTURED[(id(model), schema)] = (model, runnable)
+    _STRUCTURED[key] = (model, runnable)
+    while len(_STRUCTURED) > STRUCTURED_KEPT:
+        _STRUCTURED.popitem(last=False)
     return runnable
 
 

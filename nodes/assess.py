@@ -12,6 +12,7 @@ synthesis. Either way one call per round at most, and every check is recorded.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import Field
@@ -79,6 +80,7 @@ def due(state: ConversationState) -> bool:
     )  # short answers: compared exactly, no call
 
 
+@lru_cache(maxsize=64)
 def assessment_schema(kind: str, agents: tuple[str, ...]) -> type[Bounded]:
     """Return the judge's answer: the best proposal and its score, or whether the agents converged."""
     reason = text_field("Why, in one sentence.", REASON_CHARS)

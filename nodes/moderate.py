@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import Field
@@ -22,6 +23,7 @@ MIN_TURNS_PER_AGENT = 2
 """Convergence counts only once every participant has spoken this many times."""
 
 
+@lru_cache(maxsize=64)
 def next_speaker_schema(agents: tuple[str, ...]) -> type[Bounded]:
     """Return the moderator's choice: one of the participants (an enum a grammar enforces), why, and whether to stop."""
     return answer_schema(
