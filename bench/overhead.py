@@ -78,14 +78,24 @@ class _Provider:
     def __init__(self) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._latency = ctx.Value("d", 0.0)
+        self._answered = ctx.Value("i", 0)
+        self._received = 0
         self._spans: Any = ctx.Queue()
         self._stop = ctx.Event()
         ready: Any = ctx.Queue()
         self._proc = ctx.Process(
-            target=_serve, args=(self._latency, self._spans, self._stop, ready), daemon=True
+            target=_serve,
+            args=(self._latency, self._answered, self._spans, self._stop, ready),
+            daemon=True,
         )
         self._proc.start()
-        self.base_url: str = ready.get(timeout=60)
+        self.base_url: str = ""
+        while not self.base_url:
+            try:
+                self.base_url = ready.get(timeout=1)
+            except queue.Empty:
+                if not self._proc.is_alive():
+                    raise RuntimeError("the benchmark's model server exited at start") from None
 
     @property
     def latency_s(self) -> float:
@@ -96,12 +106,14 @@ class _Provider:
         self._latency.value = value
 
     def drain(self, into: list[Span]) -> None:
-        """Move the intervals reported so far into ``into``."""
-        while True:
+        """Move every interval reported so far into ``into``: as many as the server has answered requests."""
+        deadline = time.monotonic() + 10
+        while self._received < self._answered.value and time.monotonic() < deadline:
             try:
-                into.append(self._spans.get(timeout=0.2))
+                into.append(self._spans.get(timeout=0.5))
             except queue.Empty:
-                return
+                continue
+            self._received += 1
 
     def close(self) -> None:
         self._stop.set()
@@ -110,7 +122,7 @@ class _Provider:
             self._proc.kill()
 
 
-def _serve(latency: Any, spans: Any, stop: Any, ready: Any) -> None:
+def _serve(latency: Any, answered: Any, spans: Any, stop: Any, ready: Any) -> None:
     """Run the server (in the child process) until ``stop``; ``perf_counter`` is the machine's monotonic clock,
     so the intervals compare with the engine's."""
 
@@ -121,7 +133,11 @@ def _serve(latency: Any, spans: Any, stop: Any, ready: Any) -> None:
             try:
                 super().do_POST()
             finally:
-                spans.put((began, time.perf_counter()))
+                with (
+                    answered.get_lock()
+                ):  # counted with its span sent, so the engine waits for every span
+                    spans.put((began, time.perf_counter()))
+                    answered.value += 1
 
     with OpenAIServer(words=WORDS) as server:
         assert server._httpd is not None
