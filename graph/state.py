@@ -299,7 +299,9 @@ class ConversationState(TypedDict):
     stopped: str | None
     """Why the debate stopped taking turns early (``budget``, ``convergence``, ``timeout``), or None."""
     stop_reason: NotRequired[StopReason | None]
-    """Why and when the debate stopped early: ``{"round", "reason"}`` (convergence, budget, time)."""
+    """Why and when the debate stopped early by a stop rule: ``{"round", "reason"}`` (the agents converged, or
+    the moderator found so), with ``by: "judge"`` when the judge's check stopped it. A budget or time stop sets
+    ``stopped`` alone."""
     assessments: Annotated[
         list[Assessment], DeltaChannel(append_log, snapshot_frequency=SNAPSHOT_EVERY)
     ]
