@@ -26,6 +26,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -208,13 +209,14 @@ reused, being stateless. Schemas are made once per shape (``lru_cache``), so the
 STRUCTURED_KEPT = 256
 
 
-def _structured(model: Any, schema: type[BaseModel]) -> Runnable[Any, Any] | None:
+def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any] | None:
     """Return ``model`` bound to answer ``schema`` by a tool call, retried on a body that is not JSON."""
     key = (id(model), schema)
     kept = _STRUCTURED.get(key)
     if kept is not None and kept[0] is model:  # the entry keeps the model alive: its id is its own
         _STRUCTURED.move_to_end(key)
         return kept[1]
+    runnable: Runnable[Any, Any] | None
     try:
         bound = model.with_structured_output(schema, method="function_calling", include_raw=True)
         runnable = bound.with_retry(
