@@ -23,7 +23,11 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine import compile_debate
 from debate_engine.app.cli.runner import ended
+from debate_engine.app.measure.compare.execute import Comparison, run_protocol
+from debate_engine.app.measure.compare.protocols import protocol
+from debate_engine.app.measure.compare.tasks import builtin_tasks
 from debate_engine.app.store.queue import drive_thread
+from debate_engine.config.context import Context
 from debate_engine.graph.roundtable import compile_roundtable
 from tests.support.debate_cli import cli_env, in_process
 
@@ -192,3 +196,31 @@ def test_resume_finishes_a_debate_killed_after_the_judges_writes(tmp_path: Path)
     done = in_process("resume", "t", "--db", db, "--quiet", env={**cli_env(), "DEBATE_DB": db})
     assert done.returncode == 0, done.stderr
     assert state() == "done"
+
+
+def test_a_comparison_run_killed_after_the_judges_writes_is_scored_and_finished() -> None:
+    """``debate compare`` scores the run once and writes its last checkpoint, asking no model again."""
+    tasks = builtin_tasks("builtin:arithmetic:1")
+    chosen = protocol("debate", Context(model="fake", rounds=1), "generalist")
+
+    def compare(saver: InMemorySaver) -> list[dict[str, Any]]:
+        graph = compile_debate(checkpointer=saver)
+        comparison = Comparison("t", {"debate": graph}, jobs=1, quiet=True)
+        return asyncio.run(run_protocol(comparison, chosen, tasks, 1))
+
+    counting = DyingSaver(None, None)
+    whole = compare(counting)
+    saver = DyingSaver(counting.checkpoints - 1, None)  # dies at the last checkpoint
+    with pytest.raises(Killed):
+        compare(saver)
+    saver.revive()
+    config: Any = {"configurable": {"thread_id": Comparison("t", {}).thread(chosen, tasks[0], 1)}}
+    graph = compile_debate(checkpointer=saver)
+    assert not ended(asyncio.run(graph.aget_state(config)))
+    checkpoints_before = len(list(saver.list(config)))
+    again = compare(saver)
+    assert [r["correct"] for r in again] == [r["correct"] for r in whole]
+    assert ended(asyncio.run(graph.aget_state(config)))
+    assert (
+        len(list(saver.list(config))) == checkpoints_before + 1
+    )  # the last checkpoint, nothing re-run

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debate_engine.app.cli.progress import Progress
-from debate_engine.app.cli.runner import drive
+from debate_engine.app.cli.runner import drive, ended
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task, is_correct, normalise
 from debate_engine.config.context import context_dict
@@ -123,6 +123,9 @@ async def run_one(
     thread = comparison.thread(protocol, task, seed)
     config: Any = {"configurable": {"thread_id": thread}}
     snapshot = await graph.aget_state(config)
+    if scored(snapshot.values) and not ended(snapshot):
+        # killed after the judge's writes and before the last checkpoint: write it (no model is asked)
+        snapshot = await drive(graph, None, config, None, Progress(quiet=True))
     if not scored(snapshot.values):
         context = _capped(comparison, protocol.context)
         if context is None:
