@@ -40,15 +40,16 @@ class Killed(BaseException):
     """The process died here: nothing after it is written."""
 
 
-class DyingSaver(InMemorySaver):
-    """An in-memory checkpointer that dies at its ``put_at``-th checkpoint or ``writes_at``-th batch of writes,
-    and stays dead: every later call fails too, as nothing reaches the disk of a killed process."""
+class Dying:
+    """A checkpointer that dies at its ``put_at``-th checkpoint or ``writes_at``-th batch of writes (see
+    ``arm``), and stays dead: every later call fails too, as nothing reaches the disk of a killed process."""
 
-    def __init__(self, put_at: int | None, writes_at: int | None) -> None:
-        super().__init__()
-        self.left = {"put": put_at, "writes": writes_at}
-        self.dead = False
-        self.checkpoints = 0
+    left: dict[str, int | None]
+    dead: bool
+    checkpoints: int
+
+    def arm(self, put_at: int | None, writes_at: int | None) -> None:
+        self.left, self.dead, self.checkpoints = {"put": put_at, "writes": writes_at}, False, 0
 
     def _tick(self, kind: str) -> None:
         left = self.left[kind]
@@ -70,6 +71,14 @@ class DyingSaver(InMemorySaver):
     def revive(self) -> None:
         """Run on, the same storage, as a new worker would."""
         self.left, self.dead = {"put": None, "writes": None}, False
+
+
+class DyingSaver(Dying, InMemorySaver):
+    """In memory."""
+
+    def __init__(self, put_at: int | None, writes_at: int | None) -> None:
+        super().__init__()
+        self.arm(put_at, writes_at)
 
 
 def _transcript_ids(values: dict[str, Any]) -> list[str]:
@@ -153,16 +162,8 @@ def test_a_roundtable_killed_between_checkpoints_is_finished_whole(put_at: int) 
     ]
 
 
-class DyingSqlite(AsyncSqliteSaver):
-    """SQLite, as ``debate run`` keeps it, dying at its ``put_at``-th checkpoint."""
-
-    put_at = 0
-
-    async def aput(self, *args: Any, **kwargs: Any) -> Any:
-        if self.put_at <= 0:
-            raise Killed("put")
-        self.put_at -= 1
-        return await super().aput(*args, **kwargs)
+class DyingSqlite(Dying, AsyncSqliteSaver):
+    """SQLite, as ``debate run`` keeps it."""
 
 
 def test_resume_finishes_a_debate_killed_after_the_judges_writes(tmp_path: Path) -> None:
@@ -177,9 +178,9 @@ def test_resume_finishes_a_debate_killed_after_the_judges_writes(tmp_path: Path)
     async def killed() -> Any:
         async with AsyncSqliteSaver.from_conn_string(db) as plain:
             saver = DyingSqlite(plain.conn)
-            saver.put_at = (
-                9  # an uninterrupted two-round debate makes 10 checkpoints: die at the last
-            )
+            saver.arm(
+                9, None
+            )  # an uninterrupted two-round debate makes 10 checkpoints: die at the last
             graph = compile_debate(checkpointer=saver)
             with pytest.raises(Killed):
                 await drive_thread({"phases": graph}, "t", PROBLEM, CONTEXT, "a")

@@ -144,7 +144,7 @@ async def run_protocol_queued(
     pending = []
     for task, _, thread in runs:
         values = await _values(comparison, protocol, thread)
-        if ended(values):
+        if settled(values):
             await read(thread, values)
         else:
             pending.append(job_of(protocol, task, thread))
@@ -169,12 +169,12 @@ async def submit_protocol(
     for task in tasks:
         for seed in range(1, seeds + 1):
             thread = comparison.thread(protocol, task, seed)
-            if not ended(await _values(comparison, protocol, thread)):
+            if not settled(await _values(comparison, protocol, thread)):
                 runs.append(job_of(protocol, task, thread))
     return await submit(comparison.queue, runs)
 
 
-def ended(values: dict[str, Any]) -> bool:
+def settled(values: dict[str, Any]) -> bool:
     """Return a run a worker need not run again: finished, or stopped by its own spend cap (the config's).
 
     With ``--queue`` no cap covers the comparison, so a run's cap is the config's, and running
