@@ -43,15 +43,17 @@ compare: $(BIN)/.local ## does debating pay? 20 arithmetic tasks, single vs vote
 		--md compare.md --output compare.json --plot compare.svg $(COMPARE_ARGS)
 
 # The fast tests run in xdist workers, two a core: much of their time is waiting (deadlines, back-off,
-# loopback servers), which another worker fills. The integration tests then run in one process: their signal,
-# worker and embedded-model tests stop processes part-way and share one model server, and under xdist a busy
-# machine let a debate finish before its stop arrived (both seen at 4 workers).
+# loopback servers), which another worker fills. The other integration tests then run on one worker a core
+# (at 4 workers a busy machine let a debate finish before its signal arrived), and the embedded-model tests
+# last, one at a time and alone: llama.cpp takes every core, and beside other work its threads wait on
+# each other (a 1-minute debate took 4 beside the other integration tests).
 CORES ?= $(shell getconf _NPROCESSORS_ONLN)
 FAST := -m "not integration" -n $$(( 2 * $(CORES) ))
 
 test: $(BIN)/.local ## run every test: unit and property tests on every core, then integration (embedded model, langgraph dev, PostgreSQL)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(FAST)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m integration
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "integration and not embedded_model" -n $(CORES)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "integration and embedded_model"
 
 unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server), on every core
 	$(BIN)/python -m pytest -q $(FAST)

@@ -441,6 +441,7 @@ def test_every_evaluator_prompt_fits_its_budget(
 
 
 @pytest.mark.integration
+@pytest.mark.embedded_model
 def test_the_embedded_model_evaluates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("llama_cpp", reason="the embedded model needs `pip install -e '.[local]'`")
     code, doc, err = evaluation(capsys, str(finished(tmp_path)), "--model", "local:smollm2")

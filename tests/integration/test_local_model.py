@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.embedded_model]
 
 
 def test_a_short_debate_on_the_embedded_model(tmp_path: Path) -> None:

@@ -1,4 +1,11 @@
-"""The memory probe on the embedded model: 3 agents, 6 rounds, facts planted in rounds 1 and 4."""
+"""The memory probe on the embedded model: 2 agents, 5 rounds, facts planted in rounds 1 and 4.
+
+A 1,024-token window keeps the pressure of a bigger table (`make probe`: 3 agents, 6 rounds,
+a 2,048-token window): the real model's summaries fire and carry the debate, which is what
+this test is for. Two agents and five rounds cut the calls from 84 to about 45 and the time
+from 11 min to about 4 on a 2-core machine; the phases, the answers' length and the planting
+(before the first summary and after several) are those of `make probe`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.embedded_model]
 
 
 def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
@@ -24,9 +31,9 @@ def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
             "--model",
             "local:smollm2",
             "--agents",
-            "architect,performance,security",
+            "architect,security",
             "--rounds",
-            "6",
+            "5",
             "--facts",
             "10",
             "--plant-rounds",
@@ -34,7 +41,7 @@ def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
             "--max-output-tokens",
             "96",
             "--context-window",
-            "2048",
+            "1024",
             "--quiet",
             "--output",
             str(out),
@@ -47,12 +54,14 @@ def test_the_probe_runs_on_the_embedded_model(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     data = json.loads(out.read_text())
-    assert [r["round"] for r in data["rows"]] == [1, 2, 3, 4, 5, 6]
+    assert [r["round"] for r in data["rows"]] == [1, 2, 3, 4, 5]
     assert all(r["transcript_min"] == 1.0 for r in data["rows"])
     first = data["rows"][0]
     assert (
         first["view_min"] == 1.0
     )  # round 1 opens with the briefing: every first view holds every fact
-    assert set(data["quiz"]) == {"architect", "performance", "security"}
+    assert set(data["quiz"]) == {"architect", "security"}
+    # the real model's summaries carried the debate
+    assert data["summaries"] >= 2, data["summaries"]
     assert all(0.0 <= share <= 1.0 for share in data["quiz"].values())
     print(result.stdout)  # the table, for the README
