@@ -23,9 +23,11 @@ Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 from __future__ import annotations
 
 import argparse
+import importlib
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import Runs, section, table
 
@@ -75,85 +77,76 @@ def parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
-    from bench.cache import bench_cache
-    from bench.concurrency import bench_concurrency
-    from bench.flat_cost import bench_flat_cost
-    from bench.fork import bench_fork
-    from bench.listing import bench_listing
-    from bench.naive import bench_naive
-    from bench.roundtable import bench_roundtable
-    from bench.startup import bench_startup
-    from bench.storage import bench_storage
-    from bench.summary_cost import bench_summary_cost
-    from bench.workers import bench_workers
+def bench(name: str) -> Any:
+    """Return ``bench.<name>.bench_<name>``, imported only when chosen (a tree being compared may lack another's API)."""
+    return getattr(importlib.import_module(f"bench.{name}"), f"bench_{name}")
 
+
+def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
     chosen = args.only or NAMES
     runs, turns = Runs(folder), sizes(args)
     walls: list[tuple[str, float]] = []
     rounds = [int(r) for r in (args.rounds or ("5" if args.quick else "5,10,20")).split(",")]
     steps = {
-        "concurrency": ("Concurrency", bench_concurrency),
+        "concurrency": ("Concurrency", lambda: bench("concurrency")()),
         "storage": (
             "Storage: SQLite bytes / raw transcript bytes",
-            lambda: bench_storage(runs, turns),
+            lambda: bench("storage")(runs, turns),
         ),
         "naive": (
             "Naive LangGraph baseline beside ours",
-            lambda: bench_naive(runs, [t for t in turns if t <= 1_000]),
+            lambda: bench("naive")(runs, [t for t in turns if t <= 1_000]),
         ),
         "flat_cost": (
             "Flat cost: time per round, early vs late",
-            lambda: bench_flat_cost(runs, turns[-1]),
+            lambda: bench("flat_cost")(runs, turns[-1]),
         ),
         "listing": (
             "`debate list`: small vs large database",
-            lambda: bench_listing(runs, turns[-1]),
+            lambda: bench("listing")(runs, turns[-1]),
         ),
         "summary_cost": (
             "Summary cost: full history vs fresh vs rolling",
-            lambda: bench_summary_cost(rounds),
+            lambda: bench("summary_cost")(rounds),
         ),
         "roundtable": (
             "Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",
-            lambda: bench_roundtable(folder, 1_000 if args.quick else 10_000),
+            lambda: bench("roundtable")(folder, 1_000 if args.quick else 10_000),
         ),
-        "startup": ("A fast start and no waste", lambda: bench_startup(folder)),
+        "startup": ("A fast start and no waste", lambda: bench("startup")(folder)),
         "workers": (
             "Scale-out: 40 debates on 1, 2, 4 workers sharing PostgreSQL; hand-over after SIGKILL",
-            lambda: bench_workers(count=20 if args.quick else 40),
+            lambda: bench("workers")(count=20 if args.quick else 40),
         ),
         "fork": (
             "Fork storage: bytes a fork adds / the original's up to round K + the new rounds",
-            lambda: bench_fork(folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20),
+            lambda: bench("fork")(
+                folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20
+            ),
         ),
         "positions": (
             "Positions: tokens against the same debate without them; the judge's checks per round",
-            lambda: __import__("bench.positions", fromlist=["bench_positions"]).bench_positions(),
+            lambda: bench("positions")(),
         ),
         "cache": (
             "Prompt caching: cache-hit share and billed-equivalent input tokens (OpenAI's rule)",
-            bench_cache,
+            lambda: bench("cache")(),
         ),
         "compare": (
             "`debate compare` overhead: single on the fake vs the fake in a loop",
-            lambda: __import__("bench.compare", fromlist=["bench_compare"]).bench_compare(folder),
+            lambda: bench("compare")(folder),
         ),
         "waves": (
             "Summaries off the critical path: sequential model steps (waves) against 2R+2",
-            lambda: __import__("bench.waves", fromlist=["bench_waves"]).bench_waves(),
+            lambda: bench("waves")(),
         ),
         "viewer": (
             "`debate serve`: first paint of big pages against small ones; the live page's delay",
-            lambda: __import__("bench.viewer", fromlist=["bench_viewer"]).bench_viewer(
-                folder, args.quick
-            ),
+            lambda: bench("viewer")(folder, args.quick),
         ),
         "overhead": (
             "Engine overhead: time with no model request in flight, per round, on a 2 s model",
-            lambda: __import__("bench.overhead", fromlist=["bench_overhead"]).bench_overhead(
-                folder
-            ),
+            lambda: bench("overhead")(folder),
         ),
     }
     for name in NAMES:

@@ -19,7 +19,8 @@ from typing import Any
 
 from bench.common import table, x
 
-DEBATE = str(Path(sys.executable).with_name("debate"))
+DEBATE = os.environ.get("DEBATE_BENCH_CLI") or str(Path(sys.executable).with_name("debate"))
+"""The command measured: the installed console script, or the one ``bench.against`` writes for a tree."""
 LATENCY_S = 2.0
 LIBRARIES = "import langgraph.graph, langchain_openai, langgraph.checkpoint.sqlite"
 """What a debate on an OpenAI-compatible model cannot send its first request without: a bare interpreter importing
