@@ -62,7 +62,8 @@ def assemble(tree: Path, into: Path) -> Path:
         target = package.joinpath(*parts)
         if not target.exists():  # a nested package inside a linked folder is there already
             target.symlink_to(tree / folder)
-    compileall.compile_dir(str(package), quiet=2, workers=2)
+    for folder in set(config["package-dir"].values()):  # compileall does not follow linked folders
+        compileall.compile_dir(str(tree / folder), quiet=2, workers=2)
     return into
 
 
