@@ -54,6 +54,15 @@ FAULTS = frozenset(
 MODEL = "test-model"
 
 
+def _hung_up(connection: socket.socket) -> bool:
+    """Return whether the client closed ``connection`` (its end of stream is waiting to be read)."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class _HTTPServer(ThreadingHTTPServer):
     """Daemon handler threads, so a hanging handler never blocks shutdown or interpreter exit."""
 
@@ -98,14 +107,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = None
         fault = owner._next_fault(body.get("model") if isinstance(body, dict) else None)
         owner._record(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fault)
-        with owner._lock:
-            owner.in_flight += 1
-            owner.peak_in_flight = max(owner.peak_in_flight, owner.in_flight)
+        opened = owner._open(self.connection, hangs=fault == "hang")
         try:
             self._answer(owner, body, fault)
         finally:
-            with owner._lock:
-                owner.in_flight -= 1
+            owner._close(opened)
 
     def _answer(self, owner: OpenAIServer, body: Any, fault: str | None) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -327,6 +333,9 @@ class OpenAIServer:
         self.author: Any = None
         self.in_flight = 0
         self.peak_in_flight = 0
+        self._open_requests: dict[int, socket.socket | None] = {}
+        """Requests being answered, by a number of their own: a hanging one keeps its connection, to be checked."""
+        self._opened = 0
         self.requests: list[
             dict[str, Any]
         ] = []  # {"path", "headers" (lower-case keys), "body", "fault", "time"}
@@ -388,6 +397,30 @@ class OpenAIServer:
         """Sum of `total_tokens` this server reported across its successful replies."""
         with self._lock:
             return self._usage
+
+    def _open(self, connection: socket.socket, hangs: bool) -> int:
+        """Count a request open, after closing the hanging ones whose client has hung up already.
+
+        A hanging handler notices its client's hang-up only at its next poll; a request that arrives
+        first must not be counted beside a connection its client closed before sending it.
+        """
+        with self._lock:
+            for number, held in list(self._open_requests.items()):
+                if held is not None and _hung_up(held):
+                    self._close_locked(number)
+            self._opened += 1
+            self._open_requests[self._opened] = connection if hangs else None
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            return self._opened
+
+    def _close(self, number: int) -> None:
+        with self._lock:
+            self._close_locked(number)
+
+    def _close_locked(self, number: int) -> None:
+        if self._open_requests.pop(number, False) is not False:
+            self.in_flight -= 1
 
     def _next_fault(self, model: str | None = None) -> str | None:
         if model in self.model_always:
