@@ -163,11 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return True
             readable, _, _ = select.select([self.connection], [], [], 0.02)
             if readable:
-                try:
-                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
-                        return True  # the client hung up: the request is closed
-                except OSError:
-                    return True
+                if _hung_up(self.connection):
+                    return True  # the client hung up: the request is closed
                 time.sleep(0.02)  # a pipelined request: still ours to ignore
         return False
 
