@@ -6,6 +6,7 @@
   flat_cost     time per round early against late in the longest debate
   listing       `debate list` on a small database against one holding the longest debate
   summary_cost  full history against fresh and rolling summaries at R rounds
+  memory_tokens tokens per round keeping every fact, with the verbose oracle and with the fake model
   workers       40 debates on 1, 2 and 4 `debate worker` processes sharing one PostgreSQL, hand-over after a SIGKILL
   fork          the bytes a fork adds against the original's bytes up to round K plus the fork's new rounds
   positions     tokens with positions against the same debate without them; the judge's checks per round
@@ -38,6 +39,7 @@ NAMES = [
     "flat_cost",
     "listing",
     "summary_cost",
+    "memory_tokens",
     "roundtable",
     "startup",
     "workers",
@@ -108,6 +110,10 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "summary_cost": (
             "Summary cost: full history vs fresh vs rolling",
             lambda: bench("summary_cost")(rounds),
+        ),
+        "memory_tokens": (
+            "Memory tokens per round: the verbose oracle and the fake model, every fact kept",
+            lambda: bench("memory_tokens")(args.quick),
         ),
         "roundtable": (
             "Roundtable: 3 agents, per-turn cost, storage, summaries, fidelity",

@@ -121,7 +121,8 @@ class Context:
         default=None,
         metadata=_d(
             "Instructions added to every agent's task in a round (or turn), by its number, seen only by "
-            'that round\'s calls: {"2": "Quote the SLA you assume."}. `debate probe --plant replies` uses it.'
+            'that round\'s calls: {"2": "Quote the SLA you assume."}; a key "round:agent" '
+            '("2:security") is that agent\'s alone. `debate probe --plant replies` uses it.'
         ),
     )
     stop_rule: str = field(

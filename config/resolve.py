@@ -78,7 +78,7 @@ def resolve(context: Context) -> RunSettings:
         for e in entries
     ]
     judge = _judge(context, file, debate_summary)
-    problems += _check_budgets([*agents, judge])
+    problems += _check_budgets([*agents, judge]) + _note_problems(context.reply_notes, agents)
     cap = SpendCap(
         max_tokens=context.max_tokens or file.budget.max_tokens,
         max_cost=context.max_cost or file.budget.max_cost,
@@ -148,6 +148,20 @@ def _judge(context: Context, file: DebateFile, summary: SummarizationSettings) -
 def _given(flag: int | None, file_value: int) -> int:
     """Return a setting given explicitly wins over the config file's, whose model holds the built-in default."""
     return file_value if flag is None else flag
+
+
+def _note_problems(notes: dict[str, str] | None, agents: list[AgentProfile]) -> list[str]:
+    """Name every reply note whose key is neither a round nor ``round:agent`` of an agent in the debate."""
+    ids = {a["id"] for a in agents}
+    problems = []
+    for key in notes or {}:
+        number, _, agent = str(key).partition(":")
+        if not number.strip().isdigit() or (agent and agent not in ids):
+            problems.append(
+                f"reply_notes: key {key!r} is not a round number or 'round:agent' with one of "
+                f"the agents {sorted(ids)}"
+            )
+    return problems
 
 
 def _notes(notes: dict[str, str] | None) -> dict[str, str]:

@@ -65,6 +65,25 @@ class Budget:
         """What summary and verbatim turns share: the base of trigger ratios."""
         return self.summary + self.recent
 
+    @property
+    def summary_room(self) -> int:
+        """The most a view shows of a summary: its own share and half the verbatim turns'.
+
+        A summary the run paid for is shown whole, never cut: one longer than its share takes the room of the
+        oldest verbatim turns (the triggers count it whole, so those turns are summarized in time), and a
+        summary request's output allowance keeps every summary within this room.
+        """
+        return self.summary + self.recent // 2
+
+
+def recent_room(budget: Budget, summary_tokens: int) -> int:
+    """Tokens of verbatim turns every view is sure to show beside a summary of ``summary_tokens``.
+
+    A summary is shown whole up to :attr:`Budget.summary_room`; what it takes beyond its own share comes out of
+    the turns' share. The overflow trigger keeps the uncovered turns within this, so every view is whole.
+    """
+    return budget.recent - max(0, min(summary_tokens, budget.summary_room) - budget.summary)
+
 
 def make_budget(
     context_window: int, max_output_tokens: int, split: BudgetSplit = BudgetSplit()
@@ -123,11 +142,16 @@ def render_turn(turn: Turn) -> str:
 
 
 SHORTENED_NOTE = "(Summary shortened to fit this prompt: identifiers first, the narrative cut.)"
-"""What a view says when its summary slot could not hold the whole summary."""
+"""What a view says in the one case it cannot show a summary whole: a summary made for a wider window than the
+prompt now has (a spend cap shrinks the judge's)."""
 
 
 def summary_text(summary: SummaryRecord, limit_tokens: int) -> tuple[str, bool]:
-    """Return the summary as shown within ``limit_tokens``: whole when it fits, else identifiers first and saying so."""
+    """Return the summary as shown within ``limit_tokens``: whole when it fits, else identifiers first and saying so.
+
+    Views give a summary all the room their window has (:attr:`Budget.summary_room`) and summaries are written
+    within it, so only a summary made under a wider window than the prompt's is ever shortened here.
+    """
     text = summary["text"]
     if count_tokens(text) <= limit_tokens:
         return text, False
@@ -160,7 +184,8 @@ class ViewRequest:
     clarifications, which open the transcript. They are offered after ``newest_first`` (they are older than it),
     which must not hold them again."""
     summary_tokens: int | None = None
-    """The summary's slot; None: the budget's. A fold reads the previous summary whole through a wider one."""
+    """The summary's slot; None: the budget's room for a summary. A fold reads the previous summary whole
+    through a wider one."""
 
 
 @dataclass(frozen=True)
@@ -193,7 +218,7 @@ def _fixed_parts(req: ViewRequest) -> _Fixed:
         task, shortened = truncate_to_tokens(task, task_limit), True
     summary_block = ""
     if req.summary is not None:
-        slot = budget.summary if req.summary_tokens is None else req.summary_tokens
+        slot = budget.summary_room if req.summary_tokens is None else req.summary_tokens
         text, cut = summary_text(req.summary, slot)
         summary_block, shortened = f"{SUMMARY_HEADER}\n{text}", shortened or cut
     return _Fixed(

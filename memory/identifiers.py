@@ -4,7 +4,13 @@ A model that re-summarizes may drop or mangle an identifier (a shard key, a
 flag name, a port), and a bounded structured answer can cut one off the end of
 an item. So every summary's identifiers facet is built here from the turns it
 covers, whatever the model wrote; the model's own entities are added to it,
-never its only source. When more identifiers exist than the facet's slot holds,
+never its only source. What is lifted: names with a digit, an underscore, an
+inner dot or slash or an inner capital (``tenant_17_x9k4q``, ``OAuth2``,
+``src/limiter.py``), URLs, quoted literals, numbers with a unit, versions,
+amounts of money (``$2,340``), a bare number with its subject (``replica count
+is 4817``) and runs of capitalised words (``Marta Okonkwo``). Plain words
+(``amber heron``) are not: they rest on the summaries, which views show whole.
+When more identifiers exist than the facet's slot holds,
 those mentioned in the most turns stay, the most recent first among equals,
 and the record counts what was left out: a loss is never silent.
 """
@@ -31,12 +37,42 @@ _UNITS = (
     r"requests?(?: per second)?|connections?|replicas?|nodes?|shards?|cores?|GHz|MHz"
 )
 _NUMBER_WITH_UNIT = rf"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS})(?![\w])"
+_MONEY = r"[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:[kKMB]|bn|thousand|million|billion)(?![\w]))?"
+_BARE = rf"\d[\d,]*(?:\.\d+)?(?![\w%]|[.,]\d|\s?(?:{_UNITS})(?![\w]))"
+_SUBJECT_NUMBER = (
+    rf"(?<![\w-])[A-Za-z][\w-]*(?:[ \t]+\w[\w-]*){{0,3}}"
+    rf"(?:[ \t]+(?:is|are|was|were|of)[ \t]+|[ \t]*[=:][ \t]*){_BARE}"
+)
+"""A bare number with its subject: ``the replica count is 4817`` (a number alone says nothing)."""
+_NAME = r"(?<![\w-])[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)+(?![\w-])"
+"""A run of two or more capitalised words: a person's or a product's name (``Marta Okonkwo``)."""
 _VERSION = r"(?<![\w.])v?\d+(?:\.\d+){1,3}(?:[-+][\w.]+)?(?![\w])"
 _WORD = r"[\w@$~][\w.@$~/:+#-]*[\w/]|[\w]"
 PATTERN = re.compile(
-    "|".join(f"(?:{p})" for p in (_URL, _QUOTED, _NUMBER_WITH_UNIT, _VERSION, _WORD))
+    "|".join(
+        f"(?:{p})"
+        for p in (
+            _URL,
+            _QUOTED,
+            _MONEY,
+            _NUMBER_WITH_UNIT,
+            _VERSION,
+            _SUBJECT_NUMBER,
+            _NAME,
+            _WORD,
+        )
+    )
 )
 _COMMON = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a", "and/or", "w/o"})
+_LEADING = frozenset(
+    {
+        "the", "a", "an", "this", "that", "these", "those", "our", "its", "their", "your", "my", "we",
+        "it", "in", "on", "at", "for", "if", "when", "and", "but", "so", "use", "then", "also", "each",
+        "every",
+    }
+)  # fmt: skip
+"""Words that open a sentence or a phrase, not a name or a subject: left off what is lifted."""
+_VERBS = frozenset({"is", "are", "was", "were", "of"})
 
 
 def _is_name(token: str) -> bool:
@@ -64,9 +100,29 @@ def lift(text: str) -> list[str]:
                 found.setdefault(token if token[0] == "`" else literal, None)
             continue
         token = token.rstrip(".,;:!?")
-        if token.startswith("http") or _is_number_like(token) or _is_name(token):
+        if token[0] in "$€£" and any(c.isdigit() for c in token):
+            found.setdefault(token, None)
+        elif " " in token or "\t" in token:
+            phrase = _phrase(token)
+            if phrase:
+                found.setdefault(phrase, None)
+        elif token.startswith("http") or _is_number_like(token) or _is_name(token):
             found.setdefault(token, None)
     return list(found)
+
+
+def _phrase(token: str) -> str | None:
+    """Return a lifted name or subject-and-number without its opening word (``The``), if it still holds one."""
+    words = token.split()
+    while words and words[0].casefold() in _LEADING:
+        words.pop(0)
+    if not words:
+        return None
+    *head, last = words
+    if any(c.isdigit() for c in last):  # a number with a subject: never a verb and a number alone
+        subject = [w for w in head if w.casefold() not in _VERBS]
+        return " ".join(words) if subject or last[0].isalpha() else None
+    return " ".join(words) if head else None  # a name of two words or more
 
 
 def _is_number_like(token: str) -> bool:

@@ -11,9 +11,10 @@ the new summary has seen everything it claims to cover. :func:`summarize`
 yields each prompt and receives its answer: the call road (``calls``) makes
 the request, with its retries, fallbacks and prose fallback.
 
-A summary is asked for what its slot in the agent's view can show, and stored
-whole: an answer longer than its slot is asked again shorter, then kept as it
-is (views shorten it by their rule, saying so). Its identifiers facet is made
+A summary is asked for what the agent's view can show of it, with an output
+allowance no larger (a model may ignore the length asked, never its
+``max_tokens``), and stored whole; views show it whole. An answer that still
+renders longer than its room is asked again shorter, with a smaller allowance. Its identifiers facet is made
 by code from the turns it covers (``memory.identifiers``). A reply cut at the
 output limit is asked again shorter and in prose; any other failure becomes a
 ``failed`` record and the debate goes on with the previous summary.
@@ -33,9 +34,11 @@ from debate_engine.memory.identifiers import line as identifier_line
 from debate_engine.memory.identifiers import merge as merge_identifiers
 from debate_engine.memory.records import IdentifierStats, SummaryFacets, SummaryRecord, Turn, Usage
 from debate_engine.memory.summary_prompt import (
+    MIN_ALLOWANCE,
     MIN_LENGTH,
     Prompt,
     SummaryJob,
+    allowance,
     chunks,
     facet_slot,
     frame,
@@ -100,6 +103,8 @@ class Answered(Protocol):
 
 
 Steps = Generator[Prompt, Answered, SummaryRecord]
+Parts = tuple[str, SummaryFacets, bool]
+"""An answer's narrative, facets, and whether it was structured."""
 
 
 def summarize(job: SummaryJob, emit: Emit = lambda event: None) -> Steps:
@@ -207,52 +212,57 @@ def _part_with_retry(
     id_tokens: int,
     framed: int,
     last: bool,
-) -> Generator[Prompt, Answered, tuple[str, SummaryFacets, bool]]:
+) -> Generator[Prompt, Answered, Parts]:
     """One chunk's answer, asked again when it cannot be used as it is.
 
     A cut reply is retried shorter and in prose (the facets then come from the fold and the identifiers);
     an unparsed one is asked again in prose. Prose because the structured form's JSON (six facet lists) is
     what overflows a small output allowance, and what a small model most often breaks. The last chunk's
-    answer, the summary views will show, is asked again shorter when it is longer than its slot; when the
-    second answer is no shorter, the first is kept whole (never cut) and the views shorten it, saying so.
+    answer, the summary views will show, is asked again shorter, with a smaller allowance, when it is longer
+    than its room; the shortest answer is then kept whole (never cut).
     """
-    length, prose = target_length(job, id_tokens), False
-    kept: tuple[str, SummaryFacets, bool] | None = None
-    kept_size = 0
+    length, prose, limit = target_length(job, id_tokens), False, allowance(job, id_tokens)
+    too_long: list[
+        tuple[int, Parts]
+    ] = []  # usable answers longer than their room, with their sizes
     for attempt in range(job.retries + 1):
         try:
-            answer = yield prompt_for(job, fold, part, length, prose, framed)
+            answer = yield prompt_for(job, fold, part, length, prose, framed, limit)
         except Exception as exc:  # the request failed: an answer already in hand is kept whole
-            if kept is None:
+            if not too_long:
                 raise
             attempts.extend(getattr(exc, "attempts", None) or [])
-            return kept
+            break
         attempts.extend(answer.attempts)
         got = _answer(answer, prose)
-        if got is not None:
-            size = count_tokens(render_summary(got[0], got[1]))
-            if not last or size <= text_slot(job, id_tokens) or attempt == job.retries:
-                return got if kept is None or size < kept_size else kept
-            kept, kept_size = got, size
-            length = max(MIN_LENGTH, int(length * text_slot(job, id_tokens) / size * 0.9))
+        if got is None:
+            if too_long:
+                break
+            _refuse_if_last(answer, attempt == job.retries)
+            length = max(MIN_LENGTH, length // 2) if answer.truncated else length
+            prose = True
             continue
-        if kept is not None:
-            return kept
-        if attempt == job.retries:
-            raise (
-                TruncatedReply("the summary stopped at the output limit")
-                if answer.truncated
-                else RejectedReply("invalid summary output: the structured answer did not parse")
-            )
-        if answer.truncated:
-            length = max(MIN_LENGTH, length // 2)
-        prose = True
-    if kept is not None:
-        return kept
-    raise AssertionError("unreachable")
+        size = count_tokens(render_summary(got[0], got[1]))
+        if not last or size <= text_slot(job, id_tokens):
+            return got
+        too_long.append((size, got))
+        scale = text_slot(job, id_tokens) / size * 0.9
+        length = max(MIN_LENGTH, int(length * scale))
+        limit = max(MIN_ALLOWANCE, int(limit * scale))  # what it cannot write past, this time
+    return min(too_long, key=lambda sized: sized[0])[1]  # the shortest, whole: never a longer one
 
 
-def _answer(answer: Answered, prose: bool) -> tuple[str, SummaryFacets, bool] | None:
+def _refuse_if_last(answer: Answered, last: bool) -> None:
+    """Raise what a cut or unparsed answer means when no attempt is left."""
+    if last:
+        raise (
+            TruncatedReply("the summary stopped at the output limit")
+            if answer.truncated
+            else RejectedReply("invalid summary output: the structured answer did not parse")
+        )
+
+
+def _answer(answer: Answered, prose: bool) -> Parts | None:
     """Return the narrative and facets of a usable answer (None: cut, or not parsed when structure was asked)."""
     if answer.truncated:
         return None

@@ -32,6 +32,10 @@ MIN_LENGTH = 200
 """The shortest summary asked for, however small its slot."""
 
 
+MIN_ALLOWANCE = 48
+"""The smallest output allowance a summary request gets, however small its room."""
+
+
 SUMMARY_MARGIN = 16
 """Tokens for the folded summary's heading, beside its own share of the budget."""
 
@@ -88,9 +92,9 @@ def fold_room(job: SummaryJob, fold_tokens: int, framed: int) -> int:
 
 
 def fold_bound(job: SummaryJob) -> int:
-    """Return the most tokens a folded summary of this job can take: one whole answer, the identifiers and the
-    facets carried from earlier answers (each within its share of the slot)."""
-    return job.max_output_tokens + job.budget.summary + SUMMARY_MARGIN
+    """Return the most tokens a folded summary of this job can take: the room a view gives a summary, which
+    every answer is asked within (:func:`allowance`), with its identifiers and carried facets."""
+    return job.budget.summary_room + SUMMARY_MARGIN
 
 
 def identifier_slot(job: SummaryJob) -> int:
@@ -112,16 +116,28 @@ def frame(job: SummaryJob) -> int:
 def target_length(job: SummaryJob, identifier_tokens: int = 0) -> int:
     """Return the length to ask for: what the settings allow, the output limit can hold and the slot can show.
 
-    The slot is the summary's share of the agent's own view (its fold reads it through the same share or a
-    wider one), less what the identifiers facet takes there.
+    The slot is the room the agent's own view gives a summary (its fold reads it through the same room or a
+    wider one), less what the identifiers and the carried facets take there.
     """
     slot = int(text_slot(job, identifier_tokens) * SLOT_CHARS_PER_TOKEN)
-    return max(MIN_LENGTH, min(job.max_length, int(job.max_output_tokens * CHARS_PER_TOKEN), slot))
+    out = int(allowance(job, identifier_tokens) * CHARS_PER_TOKEN)
+    return max(MIN_LENGTH, min(job.max_length, out, slot))
 
 
 def text_slot(job: SummaryJob, identifier_tokens: int) -> int:
-    """Tokens of the slot left for the model's own text once the identifiers are shown."""
-    return job.budget.summary - identifier_tokens - SUMMARY_MARGIN
+    """Tokens the model's own answer may render to: the room a view gives the summary, less the identifiers
+    and the facets carried from earlier summaries (each within its share), so the whole summary is shown."""
+    room = job.budget.summary_room - identifier_tokens - facet_slot(job) - SUMMARY_MARGIN
+    return max(MIN_ALLOWANCE, room)
+
+
+def allowance(job: SummaryJob, identifier_tokens: int) -> int:
+    """Return a summary request's output allowance: never more than its answer may take in the views.
+
+    A model may ignore the length it is asked for; none writes past its ``max_tokens``, so no summary is
+    ever longer than the room it will be shown in, and none has to be cut.
+    """
+    return min(job.max_output_tokens, text_slot(job, identifier_tokens))
 
 
 def chunks(turns: Sequence[Turn], room: int) -> list[list[Turn]]:
@@ -147,6 +163,8 @@ class Prompt(NamedTuple):
     """Ask for :class:`StructuredSummary`; an answer that does not parse comes back for the summarizer to retry."""
     retry: bool
     """Whether the road may ask again after an empty reply: the job's retries allow it."""
+    max_tokens: int
+    """The request's output allowance (:func:`allowance`): what the summary may take in the views."""
 
 
 def view_request(
@@ -184,10 +202,11 @@ def prompt_for(
     length: int,
     prose: bool,
     framed: int,
+    max_tokens: int,
 ) -> Prompt:
     view = build_view(view_request(job, fold, part, length, framed))
     if not view.complete:  # never claim to cover what the model was not shown
         raise ValueError(
             f"the material did not fit one call ({view.record['turns']} of {len(part)} turns shown)"
         )
-    return Prompt(view.system, view.user, structured=not prose, retry=job.retries > 0)
+    return Prompt(view.system, view.user, not prose, job.retries > 0, max_tokens)

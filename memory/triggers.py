@@ -4,7 +4,8 @@ Usage is measured on the live history, what the agent would otherwise be
 shown: its latest summary plus the perspective turns that summary does not
 cover. Ratios are taken against the history budget (summary + recent slices
 of the working context). One rule overrides every guard: when the uncovered
-turns no longer fit the recent slice, the view would have to leave some out,
+turns no longer fit the recent slice (less what a summary longer than its own
+slice takes of it: views show summaries whole), the view would have to leave some out,
 so a summary must be made now. That is what keeps every view whole.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from debate_engine.memory.budget import Budget, turn_cost
+from debate_engine.memory.budget import Budget, recent_room, turn_cost
 from debate_engine.memory.records import SummaryRecord, Turn
 from debate_engine.memory.summary_settings import SummarizationSettings
 
@@ -58,9 +59,8 @@ def decide(
     live: Live, summary: SummaryRecord | None, settings: SummarizationSettings, budget: Budget
 ) -> Decision:
     """Decide whether a perspective should be summarized before its next call."""
-    summary_tokens = (
-        min(summary["tokens_after"], budget.summary) if summary else 0
-    )  # what a view shows of it
+    summary_tokens = summary["tokens_after"] if summary else 0  # a view shows it whole
+    recent = recent_room(budget, summary_tokens)
     tokens = live.tokens + summary_tokens
     ratio = tokens / budget.history if budget.history > 0 else float("inf")
 
@@ -69,10 +69,10 @@ def decide(
 
     if not settings.enabled:
         return no("disabled")
-    if live.tokens > budget.recent and live.turns >= 1:
+    if live.tokens > recent and live.turns >= 1:
         return Decision(
             True,
-            f"overflow: {live.tokens} uncovered tokens > recent budget {budget.recent}",
+            f"overflow: {live.tokens} uncovered tokens > recent budget {recent}",
             ratio,
             tokens,
         )

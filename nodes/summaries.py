@@ -338,9 +338,9 @@ def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
         system=prompt.system,
         user=prompt.user,
         temperature=min(agent["temperature"], SUMMARY_TEMPERATURE_CAP),
-        max_tokens=agent["max_output_tokens"],
+        max_tokens=prompt.max_tokens,  # never more than the views can show of the summary
         timeout_s=agent["timeout_s"],
-        schema=summary_schema(agent["max_output_tokens"]) if prompt.structured else None,
+        schema=summary_schema(prompt.max_tokens) if prompt.structured else None,
         prose_fallback=False,
         retry_empty=prompt.retry,
         limit=call.limit,

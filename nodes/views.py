@@ -93,7 +93,8 @@ def agent_call(
 
     The task is the prompt's last part, so an agent's calls of one phase differ only there.
     """
-    note = (state["settings"].get("reply_notes") or {}).get(str(round_no))
+    notes = state["settings"].get("reply_notes") or {}
+    note = notes.get(f"{round_no}:{profile['id']}") or notes.get(str(round_no))
     if note and kind in DEBATER_KINDS:
         task = f"{task}\n\n{note}"
     if schema is None and kind in POSITION_KINDS:

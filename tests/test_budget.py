@@ -19,7 +19,7 @@ from debate_engine.memory import (
     count_tokens,
     make_budget,
 )
-from debate_engine.memory.budget import render_turn, turn_cost
+from debate_engine.memory.budget import recent_room, render_turn, turn_cost
 from debate_engine.memory.facets import empty_facets
 from tests.conftest import make_turn
 
@@ -221,14 +221,30 @@ def test_a_long_system_prompt_is_cut_to_half_its_slice() -> None:
     assert view.record["shortened"] and view.record["prompt_tokens"] <= 2048 - 256
 
 
-def test_a_long_summary_is_cut_to_its_slice() -> None:
-    budget = make_budget(2048, 256)  # summary slice: 1792 // 8 = 224
-    view = build_view(request([], summ=summary("summary words " * 2000), budget=budget))
-    block = view.user.split("\n\n## Your task")[0].removeprefix(
+def summary_block(view) -> str:  # noqa: ANN001
+    return view.user.split("\n\n## Your task")[0].removeprefix(
         "## Summary of your earlier history\n"
     )
-    assert count_tokens(block) <= 1792 // 8
+
+
+def test_a_summary_longer_than_its_share_is_shown_whole_in_the_room_of_the_oldest_turns() -> None:
+    budget = make_budget(
+        2048, 256
+    )  # summary share: 1792 // 8 = 224; its room: 224 + 1072 // 2 = 760
+    text = "summary words " * 200  # 400 tokens: past its share, within its room
+    view = build_view(request([], summ=summary(text), budget=budget))
+    assert summary_block(view) == text and not view.record["shortened"]
+
+
+def test_only_a_summary_longer_than_its_whole_room_is_cut_and_says_so() -> None:
+    budget = make_budget(2048, 256)  # room 760: a summary made for a wider window
+    view = build_view(request([], summ=summary("summary words " * 2000), budget=budget))
+    assert count_tokens(summary_block(view)) <= budget.summary_room
     assert view.record["shortened"] and view.record["summary_id"] == "s1"
+
+
+def summary_tokens(record) -> int:  # noqa: ANN001
+    return count_tokens(record["text"]) if record else 0
 
 
 # --- build_view: properties ------------------------------------------------------------------------------------
@@ -305,8 +321,8 @@ def test_no_view_exceeds_its_budget_and_its_record_is_what_it_shows(case) -> Non
     else:
         assert hidden, "an incomplete view left a turn out"
         assert record["from_seq"] == (shown[0]["seq"] if shown else case["to_seq"])
-    # The promise the overflow trigger relies on: turns that fit the recent slice are all shown verbatim.
-    if sum(t["tokens"] + 24 for t in turns) <= budget.recent:
+    # The promise the overflow trigger relies on: turns that fit the room the summary leaves are all shown.
+    if sum(t["tokens"] + 24 for t in turns) <= recent_room(budget, summary_tokens(case["summ"])):
         assert (
             view.complete and record["from_seq"] == case["since"] and record["turns"] == len(turns)
         )
@@ -372,7 +388,7 @@ def test_a_perspective_within_the_recent_slice_is_shown_whole_even_with_long_age
             content=f"Point {len(turns)}: quotas.",
             round_no=100 + len(turns),
         )
-        if used + turn_cost(turn) > budget.recent:  # what the overflow trigger measures
+        if used + turn_cost(turn) > recent_room(budget, budget.summary_room):  # as the trigger does
             break
         turns.append(turn)
         used += turn_cost(turn)
@@ -398,8 +414,10 @@ def test_a_perspective_within_the_recent_slice_is_shown_whole_even_with_long_age
 @given(view_cases())
 def test_turns_that_fit_the_recent_slice_are_all_shown_whatever_else_the_prompt_holds(case) -> None:
     budget, turns = case["budget"], list(case["turns"])
-    while turns and sum(t["tokens"] + 24 for t in turns) > budget.recent:
-        turns.pop(0)  # the uncovered tail the overflow trigger allows: at most budget.recent tokens
+    while turns and sum(t["tokens"] + 24 for t in turns) > recent_room(
+        budget, summary_tokens(case["summ"])
+    ):
+        turns.pop(0)  # the uncovered tail the overflow trigger allows beside the summary
     since = turns[0]["seq"] if turns else case["since"]
     view = build_view(
         request(

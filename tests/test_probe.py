@@ -315,3 +315,35 @@ def test_the_transcript_column_is_the_speaker_s_own_perspective_not_the_whole_tr
     }
     # the whole transcript holds the fact before round 2; only a's perspective (its own proposal) does
     assert measured == {("b", 2): 0.0, ("a", 2): 1.0}
+
+
+def test_facts_take_every_shape_and_a_per_agent_fact_is_noted_for_its_agent_alone() -> None:
+    facts = make_facts(10, [2], speakers=("architect", "security"))
+    assert [f.shape for f in facts[:5]] == ["identifier", "words", "number", "name", "money"]
+    notes = reply_notes(facts)
+    assert set(notes) == {"2:architect", "2:security"}
+    assert all(f.sentence in notes[f"2:{f.speaker}"] for f in facts)
+    assert contains("the replica count is 4817.", facts[2].__class__("k", "4817", 1))
+    assert not contains("14817", facts[2].__class__("k", "4817", 1))
+
+
+def test_a_reply_note_for_one_agent_reaches_its_prompts_only_and_a_bad_key_is_refused() -> None:
+    from debate_engine import compile_debate
+    from debate_engine.config.resolve import ConfigError, resolve
+    from tests.support.graph_runs import Prompts
+
+    with pytest.raises(ConfigError) as info:
+        resolve(Context(model="fake", agents="architect,security", reply_notes={"1:nobody": "x"}))
+    assert "1:nobody" in str(info.value)
+    with pytest.raises(ConfigError):
+        resolve(Context(model="fake", agents="architect,security", reply_notes={"first": "x"}))
+    note = "Quote the shard key amber heron."
+    context = Context(
+        model="fake", agents="architect,security", rounds=1, reply_notes={"1:security": note}
+    )
+    log = Prompts()
+    config = {"configurable": {"thread_id": "notes"}, "callbacks": [log]}
+    compile_debate().invoke({"problem": "Pick a cache."}, config, context=context)
+    calls = [c for c in log.calls.values() if c["phase"] in ("propose", "critique", "refine")]
+    noted = {c["agent_id"] for c in calls if note in c["user"]}
+    assert noted == {"security"} and {c["agent_id"] for c in calls} == {"architect", "security"}

@@ -131,12 +131,15 @@ def test_cooldown_holds_until_enough_turns_since_the_last_summary() -> None:
     assert decide(live(turns=4, tokens=100), heavy, s, WIDE).fire
 
 
-def test_a_summary_counts_as_much_as_its_slot_shows() -> None:
-    """A summary longer than its slot is shown shortened: the ratio counts what the view holds of it."""
-    s = off(trigger_ratio=0.5)
-    long = summary("word", through=9, tokens_after=HISTORY)  # four times the 256-token slot
-    decision = decide(live(turns=3, tokens=100), long, s, BUDGET)
-    assert decision.live_tokens == 100 + 256 and not decision.fire
+def test_a_summary_counts_whole_and_takes_its_excess_from_the_verbatim_turns() -> None:
+    """Views show a summary whole: the ratio counts all of it, and one longer than its 256-token share leaves
+    the uncovered turns that much less room before the overflow rule fires."""
+    long = summary("word", through=9, tokens_after=756)  # 500 over its share
+    decision = decide(live(turns=3, tokens=100), long, off(trigger_ratio=2.0), BUDGET)
+    assert decision.live_tokens == 100 + 756 and not decision.fire
+    assert not decide(live(turns=3, tokens=RECENT - 500), long, OFF, BUDGET).fire
+    overflow = decide(live(turns=3, tokens=RECENT - 499), long, OFF, BUDGET)
+    assert overflow.fire and f"recent budget {RECENT - 500}" in overflow.reason
 
 
 def test_cooldown_does_not_apply_before_the_first_summary() -> None:
@@ -163,11 +166,14 @@ def test_a_burst_over_the_ratio_after_a_heavy_summary_waits_for_the_cooldown() -
 
 def test_overflow_fires_one_token_over_the_recent_slice_despite_every_guard() -> None:
     s = off(min_turns=5, cooldown_turns=10)
-    heavy = summary("word", through=9, tokens_after=HISTORY)  # never re-armed
-    assert not decide(live(turns=1, tokens=RECENT), heavy, s, BUDGET).fire
-    decision = decide(live(turns=1, tokens=RECENT + 1), heavy, s, BUDGET)
+    heavy = summary(
+        "word", through=9, tokens_after=HISTORY
+    )  # never re-armed; shown in its whole room
+    room = RECENT - RECENT // 2  # the half of the turns' share a summary's room may take
+    assert not decide(live(turns=1, tokens=room), heavy, s, BUDGET).fire
+    decision = decide(live(turns=1, tokens=room + 1), heavy, s, BUDGET)
     assert decision.fire
-    assert decision.reason == f"overflow: {RECENT + 1} uncovered tokens > recent budget {RECENT}"
+    assert decision.reason == f"overflow: {room + 1} uncovered tokens > recent budget {room}"
 
 
 def test_overflow_needs_a_turn_to_fold() -> None:

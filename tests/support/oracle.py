@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from debate_engine.app.measure.probe.facts import Fact
+from debate_engine.app.measure.probe.facts import Fact, contains
 from debate_engine.memory.budget import TASK_HEADER
 from debate_engine.prompts import load_prompt
 from tests.support.fake_replies import VOCAB, reply_words, text_of
@@ -59,7 +59,7 @@ class Oracle:
 
     def _visible(self, body: dict[str, Any]) -> list[Fact]:
         prompt = "\n".join(text_of(m.get("content")) for m in body.get("messages") or [])
-        return [f for f in self.facts if f.value in prompt]
+        return [f for f in self.facts if contains(prompt, f)]
 
     def _asked(self, body: dict[str, Any]) -> list[Fact]:
         task = _last_user(body).rpartition(TASK_HEADER)[2]
@@ -85,11 +85,25 @@ class Oracle:
         visible = self._visible(body)
         items = [f"FACT-{self.facts.index(f) + 1:02d}: the {f.key} is {f.value}" for f in visible]
         lists: dict[str, Any] = {name: [] for name in FACET_LISTS}
-        lists["key_points"], lists["domain_entities"] = items, list(items)
+        bound = _max_items(
+            body
+        )  # a grammar holds the lists to the schema's bounds; the narrative carries the rest
+        lists["key_points"] = items[: bound.get("key_points", len(items))]
+        lists["domain_entities"] = items[-bound.get("domain_entities", len(items)) :]
         used = sum(len(i.split()) + 1 for values in lists.values() for i in values) + 2 * len(
             FACET_LISTS
         )
         return {"narrative": self._narrative(body, _limit(body) - used), **lists}
+
+
+def _max_items(body: dict[str, Any]) -> dict[str, int]:
+    """Return the most items the summary's schema allows in each list."""
+    for tool in body.get("tools") or []:
+        function = tool.get("function") or {}
+        if function.get("name") == "StructuredSummary":
+            props = (function.get("parameters") or {}).get("properties") or {}
+            return {k: int(v["maxItems"]) for k, v in props.items() if "maxItems" in v}
+    return {}
 
 
 def _last_user(body: dict[str, Any]) -> str:

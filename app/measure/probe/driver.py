@@ -22,9 +22,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.probe.facts import Fact, briefings, landed, reply_notes
 from debate_engine.app.measure.probe.readings import (
+    by_shape,
     fake_ceiling,
     judge_share,
     measure,
+    prompt_shapes,
     quiz,
     turn_measures,
     windows,
@@ -125,6 +127,8 @@ async def arun_probe(
         "rows": windows(state, prompts, turn_measures(state, measured, lag), measured, lag, every),
         "prompts": prompts,
         "judge": judge_share(log.prompts, measured),
+        "judge_by_shape": by_shape(log.prompts, measured),
+        "prompt_shapes": prompt_shapes(log.prompts, measured, lag),
         "quiz": await asyncio.to_thread(quiz, state, measured) if measured else {},
         "quiz_ceiling": fake_ceiling(state, len(measured)),
         "summaries": len(state["summary_log"]),
@@ -133,7 +137,19 @@ async def arun_probe(
         "seconds": time.time() - started,
         "model": state["settings"]["judge"]["model"],
         "fact_list": [
-            {"key": f.key, "value": f.value, "round": f.round, "landed": f in measured}
+            {
+                "key": f.key,
+                "value": f.value,
+                "round": f.round,
+                "shape": f.shape,
+                "speaker": f.speaker,
+                "landed": f in measured,
+            }
             for f in facts
+        ],
+        "summary_records": [
+            {"id": s["id"], "text": s["text"], "facets": s["facets"]}
+            for s in state["summary_log"]
+            if s["status"] == "ok"
         ],
     }

@@ -159,6 +159,24 @@ def judge_share(prompts: list[dict[str, Any]], facts: list[Fact]) -> float:
     return sum(contains(texts[-1], f) for f in facts) / len(facts) if texts and facts else 0.0
 
 
+def by_shape(prompts: list[dict[str, Any]], facts: list[Fact]) -> dict[str, float]:
+    """Return the judge's share per fact shape: plain words rest on the summaries, the others on the lifter too."""
+    shapes = dict.fromkeys(f.shape for f in facts)
+    return {s: judge_share(prompts, [f for f in facts if f.shape == s]) for s in shapes}
+
+
+def prompt_shapes(
+    prompts: list[dict[str, Any]], facts: list[Fact], lag: int = 0
+) -> dict[str, float]:
+    """Return the worst debater prompt's share per fact shape."""
+    out: dict[str, float] = {}
+    for shape in dict.fromkeys(f.shape for f in facts):
+        shaped = [f for f in facts if f.shape == shape]
+        rows = measure(prompts, shaped, lag)
+        out[shape] = min((r["share"] for r in rows), default=1.0)
+    return out
+
+
 def fake_ceiling(values: dict[str, Any], facts: int) -> float | None:
     """Return the best quiz score the ``fake`` model can reach (it repeats a few identifiers); None on a real model."""
     if not facts or not all(a["model"].startswith("fake") for a in values["settings"]["agents"]):
@@ -250,6 +268,28 @@ def _quiz(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+SHAPE_NOTES = {
+    "identifier": "kept by the lifter too",
+    "number": "a bare number with its subject: kept by the lifter too",
+    "name": "kept by the lifter too",
+    "money": "kept by the lifter too",
+    "words": "plain words: only the summaries keep them",
+}
+
+
+def _shape_table(result: dict[str, Any]) -> list[str]:
+    """Per fact shape: the worst debater prompt and the judge's view."""
+    shapes = result.get("prompt_shapes") or {}
+    judge = result.get("judge_by_shape") or {}
+    if not judge:
+        return []
+    lines = ["| fact shape | worst debater prompt | judge's view | |", "|---|---|---|---|"]
+    for shape, share in judge.items():
+        worst = f"{shapes[shape]:.0%}" if shape in shapes else "-"
+        lines.append(f"| {shape} | {worst} | {share:.0%} | {SHAPE_NOTES.get(shape, '')} |")
+    return [*lines, ""]
+
+
 def render(result: dict[str, Any]) -> str:
     """Return the probe's report as Markdown."""
     unit = "turn" if result.get("protocol") == "roundtable" else "round"
@@ -275,6 +315,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         f"Judge's view at the synthesis: {result['judge']:.0%} of the facts.",
         "",
+        *_shape_table(result),
     ]
     lines += _quiz(result)
     lines += [
