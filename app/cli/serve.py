@@ -32,9 +32,16 @@ def register(sub: Any) -> None:
     )
     serve.add_argument(
         "--token",
-        help="the access token every request needs (default: none on loopback, a new one printed "
-        "with the URL on any other address)",
+        help="the access token every request needs, at least 8 characters (default: none on "
+        "loopback, a new one printed with the URL on any other address)",
     )
+    serve.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="serve https with this PEM certificate (with --tls-key); without it, off loopback "
+        "the token and the pages travel in clear text",
+    )
+    serve.add_argument("--tls-key", metavar="FILE", help="the certificate's PEM private key")
     serve.add_argument("--open", action="store_true", help="open the viewer in the browser")
 
 
@@ -43,4 +50,6 @@ def main(args: argparse.Namespace) -> int:
         serve,
     )
 
-    return serve(db_of(args), args.host, args.port, args.token, args.open)
+    return serve(
+        db_of(args), args.host, args.port, args.token, args.open, args.tls_cert, args.tls_key
+    )

@@ -4,7 +4,11 @@ The server loads this file by its path before it serves anything, so it
 imports Starlette alone; the viewer is imported and started in the server's
 lifespan. If that fails, ``/ui`` says so in a line and the graphs are served
 all the same: a broken viewer never stops ``langgraph dev``. The pages only
-read: Studio and the SDK start, answer, resume and fork runs. The server's
+read: Studio and the SDK start, answer, resume and fork runs. They answer only
+to loopback names (``guard``), at any port: ``langgraph dev`` tells its graphs
+its URL (``LANGGRAPH_API_URL``), but a browser may reach the server through
+another port (``langgraph up`` maps one to the container's), and a rebinding
+page is refused by its name whatever its port. The server's
 own generative-UI routes, also at ``/ui``, are switched off in ``langgraph.json``
 (``disable_ui``): the debates send no UI components.
 """
@@ -25,6 +29,8 @@ LOG = logging.getLogger("debate.viewer")
 PREFIX = "/ui"
 LABEL = "langgraph dev · read-only: start, answer, resume and fork a debate in Studio or the SDK"
 """What the pages' header says in place of a database: where the threads are and why there are no forms."""
+ANY_LOOPBACK_PORT = ("localhost", None)
+"""The names the pages answer to: loopback ones, at whatever port the server in front is reached."""
 
 
 class Viewer:
@@ -51,7 +57,7 @@ def read_only_viewer() -> Starlette:
     )
     from debate_engine.app.viewer.site import viewer_app  # start-up: see the module's docstring
 
-    return viewer_app(ServerStore(), Runs(""), LABEL, act=False)
+    return viewer_app(ServerStore(), Runs(""), LABEL, act=False, address=ANY_LOOPBACK_PORT)
 
 
 VIEWER = Viewer()

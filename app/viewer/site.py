@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from debate_engine.app.viewer import actions, pages
-from debate_engine.app.viewer.guard import Guard, new_token
+from debate_engine.app.viewer.guard import Address, Guard, new_token
 from debate_engine.app.viewer.reading import Reader, Store
 from debate_engine.app.viewer.running import Runs
 from debate_engine.app.viewer.templating import HERE, environment, render
@@ -60,9 +60,12 @@ class Failures(BaseHTTPMiddleware):
             return render(request, "error.html", 500, status=500, message=message)
 
 
-def create_app(db: str, access: str | None = None) -> Starlette:
-    """Return the viewer over the debate database ``db``; ``access`` is the token every request then needs."""
-    return viewer_app(Store(db), Runs(db), redact(db), access)
+def create_app(db: str, access: str | None = None, address: Address | None = None) -> Starlette:
+    """Return the viewer over the debate database ``db``; ``access`` is the token every request then needs.
+
+    ``address`` is where the server listens (``guard``): the names a request may give in its ``Host``.
+    """
+    return viewer_app(Store(db), Runs(db), redact(db), access, address=address)
 
 
 READ_ONLY = (
@@ -76,7 +79,12 @@ async def read_only(request: Request) -> Response:
 
 
 def viewer_app(
-    store: Reader, runs: Runs, label: str, access: str | None = None, act: bool = True
+    store: Reader,
+    runs: Runs,
+    label: str,
+    access: str | None = None,
+    act: bool = True,
+    address: Address | None = None,
 ) -> Starlette:
     """Return the viewer over ``store``; without ``act``, the forms that start or steer a debate are refused."""
 
@@ -113,7 +121,7 @@ def viewer_app(
             Route("/comparisons/{name}/accuracy.svg", pages.accuracy_chart),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
-        middleware=[Middleware(Guard, access=access), Middleware(Failures)],
+        middleware=[Middleware(Guard, access=access, address=address), Middleware(Failures)],
         exception_handlers={404: not_found, 405: not_found, HTTPException: not_found},
         lifespan=lifespan,
     )

@@ -193,3 +193,31 @@ def test_an_unknown_debate_is_a_404_page_that_leads_back(browser: Any, site: str
     screenshot(browser, "not-found")
     browser.find_element("link text", "Back to the list of debates").click()
     until(lambda: css(browser, "table.debates"))
+
+
+REBOUND = "rebind.example"
+"""A foreign name the browser resolves to 127.0.0.1, as a DNS-rebinding site makes its own name do."""
+START_FROM_THE_PAGE = """
+const [thread, done] = arguments;
+fetch('/new')
+  .then((page) => page.text())
+  .then((page) => {
+    const csrf = (page.match(/name="csrf" value="([^"]+)"/) || ['', ''])[1];
+    const fields = {csrf, problem: 'Pick a queue', model: 'fake', rounds: '1', thread_id: thread};
+    return fetch('/new', {method: 'POST', body: new URLSearchParams(fields)});
+  })
+  .then((sent) => done(sent.status), (failed) => done(String(failed)));
+"""
+"""What a rebinding page's script does: read the start form's token, then start a debate with it."""
+
+
+def test_a_page_under_a_rebound_name_is_refused_and_starts_nothing(browser: Any, site: str) -> None:
+    port = site.rsplit(":", 1)[1]
+    with chromium(f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1") as rebound:
+        rebound.get(f"http://{REBOUND}:{port}/")
+        shown = rebound.find_element("tag name", "body").text
+        assert "DNS rebinding" in shown and not css(rebound, "table.debates"), shown
+        screenshot(rebound, "rebinding-refused")
+        assert rebound.execute_async_script(START_FROM_THE_PAGE, "rebound-1") == 403
+    browser.get(site + "/")
+    assert "rebound-1" not in [r.get_attribute("data-thread") for r in css(browser, "tr.row")]

@@ -45,11 +45,11 @@ def missing() -> str | None:
 
 
 @contextmanager
-def chromium() -> Iterator[Any]:
-    """Yield a headless Chromium with a 1280x800 viewport, quit afterwards."""
+def chromium(*extra: str) -> Iterator[Any]:
+    """Yield a headless Chromium with a 1280x800 viewport (and the ``extra`` switches), quit afterwards."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for option in OPTIONS:
+    for option in (*OPTIONS, *extra):
         options.add_argument(option)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -83,7 +83,7 @@ def served(db: Path, *extra: str) -> Iterator[str]:
     try:
         assert server.stdout is not None
         line = server.stdout.readline()
-        assert line.startswith("debate serve: http://"), line + (
+        assert line.startswith(("debate serve: http://", "debate serve: https://")), line + (
             server.stderr.read() if server.stderr else ""
         )
         yield line.split()[2].rstrip("/")
