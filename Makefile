@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PROBLEM ?= Design a rate limiter for a public HTTP API that serves 1,000 requests per second.
 export LANGGRAPH_CLI_NO_ANALYTICS=1 LANGSMITH_TRACING=false LANGGRAPH_NO_VERSION_CHECK=true
 
-.PHONY: help install install-local demo probe compare test unit lint bench dev clean
+.PHONY: help install install-local demo probe compare test unit lint bench dev mutate clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -58,7 +58,7 @@ test: $(BIN)/.local ## run every test: unit and property tests on every core, th
 unit: $(BIN)/.dev ## run the fast tests only (fake model, no embedded model, no server), on every core
 	$(BIN)/python -m pytest -q $(FAST)
 
-LINTED := graph nodes memory prompts providers calls config app debate_engine tests bench
+LINTED := graph nodes memory prompts providers calls config app debate_engine tests bench tools
 
 lint: $(BIN)/.dev ## ruff (format and checks) and mypy
 	$(BIN)/ruff format --check $(LINTED)
@@ -71,6 +71,11 @@ lint: $(BIN)/.dev ## ruff (format and checks) and mypy
 
 bench: $(BIN)/.dev ## benchmarks: concurrency, summarization cost, checkpoint growth
 	$(BIN)/python -m bench
+
+BASE ?= HEAD~1
+
+mutate: $(BIN)/.dev ## mutation-test the lines changed since BASE (default HEAD~1) with cosmic-ray; lists survivors
+	$(BIN)/python -m tools.mutate --base $(BASE) $(MUTATE_ARGS)
 
 dev: $(BIN)/.local ## serve the graph with `langgraph dev` for LangGraph Studio (offline)
 	$(BIN)/langgraph dev --no-browser --no-reload --n-jobs-per-worker 10 --port $${PORT:-2024}

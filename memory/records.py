@@ -146,8 +146,8 @@ class SummaryRecord(TypedDict):
     parent_id: str | None
     status: Literal["ok", "failed"]
     text: str
-    """The whole summary as text: identifiers, facets, then the narrative; a view shows it shortened when its slot
-    is smaller (``memory.budget.summary_text``)."""
+    """The whole summary as text: identifiers, facets, then the narrative; views show it whole (only one made for
+    a wider window than a prompt has is shortened there: ``memory.budget.summary_text``)."""
     narrative: str
     facets: SummaryFacets
     through: int
@@ -176,6 +176,8 @@ class SummaryRecord(TypedDict):
     """How often and how lately each identifier of ``facets["identifiers"]`` was mentioned: the merge's input."""
     identifiers_dropped: NotRequired[int]
     """Identifiers of the covered turns that did not fit the facet's slot (counted, never silent)."""
+    clamped: NotRequired[list[str]]
+    """Fields of its structured answers that went past the schema's bounds: kept whole all the same."""
 
 
 def new_turn(

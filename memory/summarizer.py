@@ -164,6 +164,9 @@ def summarize(job: SummaryJob, emit: Emit = lambda event: None) -> Steps:
     )
     if error is None:
         record["identifier_stats"], record["identifiers_dropped"] = stats, dropped
+        clamped = sorted({field for a in attempts for field in a.get("clamped") or []})
+        if clamped:
+            record["clamped"] = clamped
         emit(
             {
                 "event": "summarization_completed",
@@ -234,6 +237,9 @@ def _part_with_retry(
             attempts.extend(getattr(exc, "attempts", None) or [])
             break
         attempts.extend(answer.attempts)
+        if answer.attempts and getattr(answer, "clamped", None):
+            # kept whole all the same: the record says which fields went past the schema's bounds
+            attempts[-1] = {**attempts[-1], "clamped": list(getattr(answer, "clamped"))}
         got = _answer(answer, prose)
         if got is None:
             if too_long:

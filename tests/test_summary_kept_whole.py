@@ -138,3 +138,17 @@ def test_a_re_asked_answer_that_came_back_longer_is_not_kept_over_the_shorter_on
     prompts, record = steps_of([first, second, third])
     assert len(prompts) == 3
     assert record["narrative"] == sentences(first).strip(), "the shortest answer is kept, whole"
+
+
+def test_facet_items_past_the_schema_s_bounds_are_kept_and_named_in_the_record() -> None:
+    plan = Plan(fold=None, turns=[make_turn(i) for i in range(4)], through=4, depth=0, parent_id=None)
+    steps = summarize(job(plan))
+    next(steps)
+    items = [f"{PLAIN} {i}" for i in range(FACET_CAPS["key_points"] + 3)]
+    answer = Answer("They chose a token bucket.", key_points=items)
+    answer.clamped = ["key_points"]  # type: ignore[attr-defined]
+    try:
+        steps.send(answer)
+    except StopIteration as done:
+        record = done.value
+    assert record["facets"]["key_points"] == items and record["clamped"] == ["key_points"]
