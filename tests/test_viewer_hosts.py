@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import pytest
@@ -34,6 +35,17 @@ PAGES = ("/", "/debates/phases-1", "/static/viewer.css", "/new")
 REFUSED = "DNS rebinding"
 """What the refusal of a foreign name says."""
 TOKEN = "a-viewer-token"
+
+LOADED = 60.0
+"""Seconds a request may take: the viewer answers in milliseconds, a loaded CI machine in seconds."""
+
+
+def get(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.get(url, timeout=LOADED, **kwargs)
+
+
+def post(url: str, **kwargs: Any) -> httpx.Response:
+    return httpx.post(url, timeout=LOADED, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +72,7 @@ def without_token(url: str) -> str:
 
 def start_form(site: str, thread: str) -> dict[str, str]:
     """Return a valid start form with the page's own form token, as a page of the viewer's origin reads it."""
-    found = re.search(r'name="csrf" value="([^"]+)"', httpx.get(site + "/new").text)
+    found = re.search(r'name="csrf" value="([^"]+)"', get(site + "/new").text)
     assert found
     return {
         "csrf": found[1],
@@ -76,7 +88,7 @@ def test_only_the_loopback_names_at_its_port_are_served(site: str) -> None:
     port = port_of(site)
     for name in ("127.0.0.1", "localhost", "[::1]", "LocalHost"):
         for path in PAGES:
-            got = httpx.get(site + path, headers={"Host": f"{name}:{port}"})
+            got = get(site + path, headers={"Host": f"{name}:{port}"})
             assert got.status_code == 200, (name, path, got.text[:300])
     foreign = (
         "evil.example",
@@ -89,7 +101,7 @@ def test_only_the_loopback_names_at_its_port_are_served(site: str) -> None:
     )
     for host in foreign:
         for path in PAGES:
-            got = httpx.get(site + path, headers={"Host": host})
+            got = get(site + path, headers={"Host": host})
             assert got.status_code == 403 and REFUSED in got.text, (host, path, got.text[:300])
             assert 'name="csrf"' not in got.text and "phases-1" not in got.text
 
@@ -106,16 +118,16 @@ def test_a_foreign_name_or_page_starts_nothing(site: str) -> None:
         "referer-foreign": {"Referer": "http://evil.example/attack.html"},
     }
     for thread, headers in attempts.items():
-        sent = httpx.post(site + "/new", data=start_form(site, thread), headers=headers)
+        sent = post(site + "/new", data=start_form(site, thread), headers=headers)
         assert sent.status_code == 403, (thread, sent.text[:300])
-    listed = httpx.get(site + "/").text
+    listed = get(site + "/").text
     assert not [thread for thread in attempts if thread in listed]
     # another site's script reading a page (a server in front allowing every origin) is refused too
-    read = httpx.get(site + "/", headers={"Origin": "http://evil.example"})
+    read = get(site + "/", headers={"Origin": "http://evil.example"})
     assert read.status_code == 403 and "another site" in read.text
-    linked = httpx.get(site + "/", headers={"Referer": "http://chat.example/"})
+    linked = get(site + "/", headers={"Referer": "http://chat.example/"})
     assert linked.status_code == 200  # a link from another site opens the list
-    own = httpx.post(
+    own = post(
         site + "/new",
         data=start_form(site, "own-page"),
         headers={"Origin": f"http://localhost:{port}"},
@@ -129,7 +141,9 @@ def test_two_tokened_viewers_on_one_host_keep_their_own_strict_cookies(db: Path)
     with (
         served(db, "--token", tokens[0]) as first,
         served(db, "--token", tokens[1]) as second,
-        httpx.Client() as browser,  # one cookie jar, which keeps cookies apart by name only
+        httpx.Client(
+            timeout=LOADED
+        ) as browser,  # one cookie jar, which keeps cookies apart by name only
     ):
         one, two = without_token(first), without_token(second)
         for url, token in zip((one, two), tokens, strict=True):
@@ -165,9 +179,7 @@ def test_a_post_is_refused_before_its_body_is_read(db: Path) -> None:
         cookie = f"Cookie: debate_viewer_{port}={TOKEN}"
         assert first_line_of_answer(port, cookie).split()[1] == "413"  # over the limit
         chunks = (b"x" * 100_000 for _ in range(20))  # 2 MB, chunked: no length announced
-        streamed = httpx.post(
-            url + "/new", content=chunks, headers={"Cookie": cookie.split(": ", 1)[1]}
-        )
+        streamed = post(url + "/new", content=chunks, headers={"Cookie": cookie.split(": ", 1)[1]})
         assert streamed.status_code == 413 and "at most 1 MB" in streamed.text
 
 

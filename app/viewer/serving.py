@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import socket
 import sys
 import threading
@@ -120,8 +121,10 @@ def serve(
         ssl_certfile=tls_cert,
         ssl_keyfile=tls_key,
     )
+    server = uvicorn.Server(config)
     try:
         loaded(config)
+        stop_on_interrupt(server)  # from here a Ctrl-C stops the server, however early it comes
         # the socket listens already: a browser opened now waits for the first page, never fails
         print(f"debate serve: {url}  (database {redact(db)}; Ctrl-C stops)", flush=True)
         if not tls and not is_loopback(host):
@@ -131,15 +134,27 @@ def serve(
             )
         if open_browser:
             threading.Timer(0.5, webbrowser.open, [url]).start()
-        uvicorn.Server(config).run(sockets=[sock])
-    except (
-        KeyboardInterrupt
-    ):  # Ctrl-C before uvicorn took the signal over (or after it gave it back)
+        if not server.should_exit:
+            server.run(sockets=[sock])
+    except KeyboardInterrupt:  # Ctrl-C before the handler above was set
         pass
     finally:
         sock.close()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     print("debate serve: stopped", file=sys.stderr)
     return EXIT_OK
+
+
+def stop_on_interrupt(server: uvicorn.Server) -> None:
+    """Make a Ctrl-C before uvicorn takes the signal over stop the server, not vanish.
+
+    uvicorn installs its handler only once its loop runs; a SIGINT in between would otherwise be lost in
+    asyncio's start-up and the server keep serving. This handler asks the server to exit: it starts, sees
+    ``should_exit`` and shuts down at once (uvicorn puts this handler back when it returns).
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, lambda signum, frame: setattr(server, "should_exit", True))
 
 
 def loaded(config: uvicorn.Config) -> None:
