@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_SHIPPED = {"tests", "bench"}
+NOT_SHIPPED = {"tests", "bench", "tools"}
 """Packages at the repository root that stay out of the wheel."""
 
 
@@ -40,15 +40,22 @@ def folder_of(package: str) -> Path:
 
 
 def tree() -> dict[str, Path]:
-    """Every folder under a mapped root that is a package (an ``__init__.py``) or holds prompts, by its name."""
+    """Every folder under a mapped root that is a package (an ``__init__.py``) or holds data (prompts, the viewer's
+    templates and static files), by its name: setuptools ships a data folder only as a listed package (else it
+    warns that the folder "is absent from the `packages` configuration" and will one day leave it out)."""
     found: dict[str, Path] = {}
     for name, root in mapped().items():
         for folder in [root, *root.rglob("*")]:
             if not folder.is_dir() or "__pycache__" in folder.parts:
                 continue
-            if (folder / "__init__.py").exists() or any(folder.glob("*.md")):
+            if (folder / "__init__.py").exists() or any(map(is_data, folder.iterdir())):
                 found[".".join([name, *folder.relative_to(root).parts])] = folder
     return found
+
+
+def is_data(path: Path) -> bool:
+    """Whether ``path`` is a file the wheel ships that is not Python."""
+    return path.is_file() and path.suffix not in (".py", ".pyc")
 
 
 def test_every_package_of_the_tree_is_listed_and_nothing_else() -> None:
@@ -61,7 +68,7 @@ def test_each_listed_package_is_read_from_its_own_folder() -> None:
     assert {name: folder_of(name) for name in setuptools_table()["packages"]} == tree()
 
 
-def test_every_package_at_the_root_is_mapped_except_the_tests_and_the_bench() -> None:
+def test_every_package_at_the_root_is_mapped_except_the_tests_the_bench_and_the_tools() -> None:
     at_root = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()} - NOT_SHIPPED
     assert {p.relative_to(ROOT).parts[0] for p in mapped().values()} == at_root
 
@@ -73,8 +80,7 @@ def test_every_file_that_is_not_python_is_package_data() -> None:
         str(path.relative_to(ROOT))
         for name, folder in tree().items()
         for path in sorted(folder.iterdir())
-        if path.is_file()
-        and path.suffix not in (".py", ".pyc")
+        if is_data(path)
         and not any(fnmatch.fnmatch(path.name, pattern) for pattern in data.get(name, []))
     ]
     assert left_out == []
