@@ -10,7 +10,9 @@ thrown away. Charging prices each attempt by its own model.
 The policy (what to try next) is one generator shared by the sync and the
 async driver, so ``invoke`` and ``ainvoke`` behave alike. Fallbacks are run
 here rather than with ``Runnable.with_fallbacks``: that hides which model
-answered and drops the usage of the attempts it discards.
+answered and drops the usage of the attempts it discards. Retries are run here
+too, not by the provider's client (``calls.retry``): each request is an
+attempt, counted, charged, held to the cap and to the deadline.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
+from debate_engine.calls.retry import client_timeout, retry_wait
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.slots import aslot, hold, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
@@ -67,7 +70,7 @@ class Request:
     temperature: float
     max_tokens: int
     timeout_s: float
-    """Each model's deadline, its client's own retries included; a fallback gets a deadline of its own."""
+    """Each model's deadline, the road's retries and their waits included; a fallback gets its own."""
     schema: type[BaseModel] | None = None
     prose_fallback: bool = True
     """When the structured answer does not parse (or was cut), ask the same model again in plain text;
@@ -123,21 +126,30 @@ class _Result(NamedTuple):
     text: str
     parsed: BaseModel | None
     truncated: bool
+    failure: BaseException | None = None
+    """The error the request failed with, read to decide whether to ask again."""
 
 
-Step = tuple[str, bool]
-"""The next request: model spec, and whether in structured form."""
+class Step(NamedTuple):
+    """The next request: the model, whether in structured form, and how long to wait before sending it."""
+
+    spec: str
+    structured: bool
+    wait_s: float = 0.0
 
 
-def _policy(request: Request) -> Generator[Step, _Result, Answer]:
-    """Each model in turn; within one, a thrown-away answer is asked again as the request allows."""
+def _policy(request: Request, clock: _Clock) -> Generator[Step, _Result, Answer]:
+    """Each model in turn; within one, a failed request or a thrown-away answer is asked again as the request
+    allows (a retry is held to the cap like any request; a refused one billed nothing)."""
     attempts: list[Attempt] = []
     for spec in request.models:
         structured, retry_empty = request.schema is not None, request.retry_empty
+        retries, wait = 0, 0.0
         while True:
             if _spent_all(request, attempts):
                 break  # the cap reserved no more: nothing is asked that it cannot hold
-            result = yield spec, structured
+            result = yield Step(spec, structured, wait)
+            wait, again = 0.0, retry_wait(result.failure, retries, clock.left(spec))
             outcome = result.attempt["outcome"] if result.attempt else "unparsed"
             if result.attempt:
                 attempts.append(result.attempt)
@@ -162,6 +174,8 @@ def _policy(request: Request) -> Generator[Step, _Result, Answer]:
                 )
             elif outcome == "empty" and retry_empty:
                 retry_empty = False
+            elif again is not None:
+                retries, wait = retries + 1, again
             else:
                 break
     last = attempts[-1]["error"] if attempts else "no model to ask"
@@ -185,7 +199,7 @@ def _config(request: Request) -> RunnableConfig:
 def _runnable(
     request: Request, spec: str, structured: bool, loop: int
 ) -> Runnable[Any, Any] | None:
-    """Return the model for one request (None: it has no structured form). A 200 whose body is not JSON is retried."""
+    """Return the model for one request (None: it has no structured form)."""
     model = chat_model(
         spec,
         temperature=request.temperature,
@@ -194,9 +208,7 @@ def _runnable(
         loop=loop,
     )
     if not (structured and request.schema is not None):
-        return model.with_retry(
-            retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
-        )
+        return model
     return _structured(model, request.schema)
 
 
@@ -210,7 +222,7 @@ STRUCTURED_KEPT = 256
 
 
 def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, Any] | None:
-    """Return ``model`` bound to answer ``schema`` by a tool call, retried on a body that is not JSON."""
+    """Return ``model`` bound to answer ``schema`` by a tool call."""
     key = (id(model), schema)
     kept = _STRUCTURED.get(key)
     if kept is not None and kept[0] is model:  # the entry keeps the model alive: its id is its own
@@ -218,10 +230,7 @@ def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, 
         return kept[1]
     runnable: Runnable[Any, Any] | None
     try:
-        bound = model.with_structured_output(schema, method="function_calling", include_raw=True)
-        runnable = bound.with_retry(
-            retry_if_exception_type=(json.JSONDecodeError,), stop_after_attempt=3
-        )
+        runnable = model.with_structured_output(schema, method="function_calling", include_raw=True)
     except NotImplementedError:
         runnable = None
     _STRUCTURED[key] = (model, runnable)
@@ -235,20 +244,18 @@ def _result(
 ) -> _Result:
     """Classify what one request returned (a message, a structured dict or an error).
 
-    A request abandoned at its deadline may still be answered, and billed, by the provider: it is charged as it
-    may be billed (its prompt and its whole output allowance), marked ``estimated``. A failed one is not billed.
+    A request abandoned at its deadline (the road's, or the client's own timeout) may still be answered, and
+    billed, by the provider: it is charged as it may be billed (its prompt and its whole output allowance),
+    marked ``estimated``. A failed one is not billed.
     """
     ms = int((time.perf_counter() - started) * 1000)
     if isinstance(out, BaseException):
-        outcome: Outcome = "timeout" if isinstance(out, TimeoutError) else "failed"
+        timed_out = isinstance(out, TimeoutError) or client_timeout(out)
+        outcome: Outcome = "timeout" if timed_out else "failed"
         why = redact(f"{type(out).__name__}: {out}")[:500]
         usage = _abandoned(request) if outcome == "timeout" and sent else None
-        return _Result(
-            Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=why),
-            "",
-            None,
-            False,
-        )
+        attempt = Attempt(model=spec, outcome=outcome, usage=usage, latency_ms=ms, error=why)
+        return _Result(attempt, "", None, False, failure=out)
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
@@ -315,12 +322,15 @@ def _timeout(request: Request) -> TimeoutError:
 
 
 def ask(request: Request) -> Answer:
-    """Make the call from a thread (``invoke``); the deadline holds even while the client retries."""
-    policy, clock = _policy(request), _Clock(request.timeout_s)
+    """Make the call from a thread (``invoke``); the deadline holds whatever the request does."""
+    clock = _Clock(request.timeout_s)
+    policy = _policy(request, clock)
     step = next(policy)
     while True:
+        if step.wait_s > 0:
+            time.sleep(step.wait_s)
         try:
-            step = policy.send(_sync_once(request, *step, clock))
+            step = policy.send(_sync_once(request, step.spec, step.structured, clock))
         except StopIteration as done:
             answer: Answer = done.value
             return answer
@@ -336,7 +346,7 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         release()
         return _result(request, spec, structured, _timeout(request), started, sent=False)
     # The request runs in a helper thread so that the deadline can stop waiting for it; the slot is released
-    # when the request is closed (answered, failed, or given up by its client), not when we stop waiting.
+    # when the request is closed (answered, failed, or timed out by its client, which never re-sends it).
     pool = ThreadPoolExecutor(max_workers=1)
     context = contextvars.copy_context()
     prompt = messages(request.system, request.user, spec)
@@ -354,12 +364,15 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
 
 
 async def aask(request: Request) -> Answer:
-    """Return the async twin of :func:`ask`: cancellable while a request is in flight."""
-    policy, clock = _policy(request), _Clock(request.timeout_s)
+    """Return the async twin of :func:`ask`: cancellable while a request is in flight or waits to be retried."""
+    clock = _Clock(request.timeout_s)
+    policy = _policy(request, clock)
     step = next(policy)
     while True:
+        if step.wait_s > 0:
+            await asyncio.sleep(step.wait_s)
         try:
-            step = policy.send(await _async_once(request, *step, clock))
+            step = policy.send(await _async_once(request, step.spec, step.structured, clock))
         except StopIteration as done:
             answer: Answer = done.value
             return answer

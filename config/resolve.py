@@ -51,7 +51,7 @@ from debate_engine.providers.prices import cost, price_of
 
 DEFAULT_ROLES = ("architect", "performance", "security")
 DEFAULT_CALL_TIMEOUT_S = 120.0
-"""Each model's deadline for one answer, its client's retries included, when none is configured."""
+"""Each model's deadline for one answer, the road's retries included, when none is configured."""
 __all__ = ["ConfigError", "MAX_ROUNDS", "check_context", "load_config", "resolve"]
 
 

@@ -37,6 +37,7 @@ from debate_engine.prompts import load_prompt, render
 QUALITY_THRESHOLD = 8
 """The score that stops a ``quality`` debate when the config names none: "strong" on the rubric."""
 REASON_CHARS = 200
+"""What the schema asks the judge's reason to fit; a longer reason was paid for and is kept whole."""
 
 
 def _rule(state: ConversationState) -> dict[str, Any]:
@@ -166,23 +167,29 @@ def plan(state: ConversationState) -> list[Call]:
 
 
 def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply]) -> dict[str, Any]:
-    """Record the check; stop the debate when the agents converged or the best proposal scored high enough."""
+    """Record the check; stop the debate when the agents converged or the best proposal scored high enough.
+
+    A score names a proposal: one given for no agent of the debate (a choice the schema dropped, or none)
+    is recorded and stops nothing.
+    """
     rule, round_no, reply = _rule(state), state["round"], replies[0]
     parsed = reply["parsed"] or {}
     record: dict[str, Any] = {
         "round": round_no,
         "rule": rule["type"],
         "model": reply["model"],
-        "reason": str(parsed.get("reason") or reply["content"])[: REASON_CHARS * 2],
+        "reason": str(parsed.get("reason") or reply["content"]),
     }
     if rule["type"] == "quality":
         threshold = rule.get("threshold") or QUALITY_THRESHOLD
         score = parsed.get("score")
+        agents = {a["id"] for a in state["settings"]["agents"]}
+        best = parsed.get("best") if parsed.get("best") in agents else None
         record |= {
-            "best": parsed.get("best") or None,
+            "best": best,
             "score": score,
             "threshold": threshold,
-            "stop": isinstance(score, int) and score >= threshold,
+            "stop": best is not None and isinstance(score, int) and score >= threshold,
         }
     else:
         record |= {

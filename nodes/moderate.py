@@ -78,7 +78,7 @@ def apply(state: ConversationState, calls: Sequence[Call], replies: list[Reply])
         turn=turn_no,
         speaker=speaker or fallback,
         converged=converged,
-        reason=str(parsed.get("reason") or replies[0]["content"])[:500],
+        reason=str(parsed.get("reason") or replies[0]["content"]),  # paid for: kept whole
     )
     emit({"event": "moderation", **choice})
     update: dict[str, Any] = {

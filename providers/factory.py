@@ -217,7 +217,9 @@ def _build(
         "temperature": temperature,
         "max_tokens": max_tokens,
         "timeout": timeout_s,
-        "max_retries": 3,  # the client backs off exponentially on transport errors and 429s
+        # Each request is sent once: the road retries (calls/retry.py), so that every request is an attempt,
+        # counted and charged, and none is re-sent after the road gave its call up at the deadline.
+        "max_retries": 0,
     }
     if parsed.provider == "local":
         server = ensure_server()

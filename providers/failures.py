@@ -10,7 +10,7 @@ from debate_engine.providers.secrets import redact
 
 
 class ProviderError(ProviderFailure, RuntimeError):
-    """A model call failed after the client's retries; the message names the agent, model and cause."""
+    """A model call failed after the road's retries; the message names the agent, model and cause."""
 
 
 def is_provider_error(exc: BaseException) -> bool:

@@ -63,7 +63,7 @@ class Row:
 
 
 ROWS = [
-    # Retry-After is 1 s, more than the client's own first backoff (at most 0.5 s): a retry sent 1 s or
+    # Retry-After is 1 s, more than the road's own first back-off (at most 0.5 s): a retry sent 1 s or
     # more after the 429 waited because the header said so.
     Row(
         "429 with Retry-After, once",
@@ -233,9 +233,7 @@ def check_retried_once(row: Row, requests: list[dict[str, Any]]) -> None:
     faulted = next(i for i, r in enumerate(requests) if r["fault"] == row.faults[0])
     again = [r for r in requests[faulted + 1 :] if r["body"] == requests[faulted]["body"]]
     assert len(again) == 1, "the faulted call was not sent again exactly once"
-    if (
-        row.faults[0] == "429"
-    ):  # a lower bound only: the client waited at least what Retry-After said
+    if row.faults[0] == "429":  # a lower bound only: the road waited at least what Retry-After said
         assert again[0]["time"] - requests[faulted]["time"] >= row.retry_after
 
 

@@ -139,7 +139,7 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         type=float,
         metavar="SECONDS",
         help="each model's deadline for one answer, its "
-        "client's retries included; a fallback model gets its own (default 120)",
+        "retries included; a fallback model gets its own (default 120)",
     )
     run.add_argument(
         "--summary-method",

@@ -31,7 +31,7 @@ def test_failed_debates_keep_their_turns_and_resume_or_a_resubmit_continues_them
     kept = {}
     with OpenAIServer(words=20) as server:
         env = cli_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
-        server.always = "500"  # every request fails, past the client's retries ...
+        server.always = "500"  # every request fails, past the road's retries ...
         with workers(postgres_url, ["w"], tmp_path, env=env):
             for thread in (
                 "flaky",
