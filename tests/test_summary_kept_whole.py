@@ -141,7 +141,9 @@ def test_a_re_asked_answer_that_came_back_longer_is_not_kept_over_the_shorter_on
 
 
 def test_facet_items_past_the_schema_s_bounds_are_kept_and_named_in_the_record() -> None:
-    plan = Plan(fold=None, turns=[make_turn(i) for i in range(4)], through=4, depth=0, parent_id=None)
+    plan = Plan(
+        fold=None, turns=[make_turn(i) for i in range(4)], through=4, depth=0, parent_id=None
+    )
     steps = summarize(job(plan))
     next(steps)
     items = [f"{PLAIN} {i}" for i in range(FACET_CAPS["key_points"] + 3)]

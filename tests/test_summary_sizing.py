@@ -40,7 +40,8 @@ def job(
     )
 
 
-@settings(deadline=None)  # counting tokens of long prompts on a loaded machine outruns hypothesis' 200 ms
+# counting tokens of long prompts on a loaded machine outruns hypothesis' 200 ms deadline
+@settings(deadline=None)
 @given(max_length=st.integers(200, 20_000), max_output=st.integers(16, 4096))
 def test_the_length_asked_for_fits_the_output_limit(max_length: int, max_output: int) -> None:
     asked = target_length(job(max_length=max_length, max_output=max_output, window=16_384))
