@@ -136,9 +136,9 @@ def test_a_stopped_debate_resumes_from_the_page(db: Path) -> None:
             client, problem="Pick a lock", model="fake:latency_ms=200", rounds="3", thread_id="slow"
         )
         wait_for(client, "slow", "running", turns=2)
-    # the server stopped under the run: it keeps its finished turns and stands stopped
+    # the server stopped under the run: it keeps its finished turns and stands interrupted
     with TestClient(create_app(str(db))) as client:
-        assert client.get("/debates/slow/state").json()["status"] == "stopped"
+        assert client.get("/debates/slow/state").json()["status"] == "interrupted"
         assert "Resume this debate" in client.get("/debates/slow").text
         sent = client.post(
             "/debates/slow/resume", data={"csrf": token_of(client)}, follow_redirects=False

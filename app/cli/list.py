@@ -8,15 +8,16 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from typing_extensions import TypedDict
-
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, db_of
+from debate_engine.app.reports.standing import (
+    row_from as row_from,  # re-exported: callers import it from here
+)
+from debate_engine.app.reports.standing import rows_of
 from debate_engine.providers.secrets import redact
 
 if TYPE_CHECKING:
-    from debate_engine.app.store.database import ListedStatus
-    from debate_engine.graph.state import ForkOrigin, Phase
+    from debate_engine.app.reports.standing import ListRow
 
 COLUMNS = (
     "thread",
@@ -32,25 +33,6 @@ COLUMNS = (
 )
 """The fork's origin comes last: a script that reads the first nine columns reads what it always read."""
 DEFAULT_LIMIT = 20
-
-
-class ListRow(TypedDict):
-    """One debate as ``debate list`` shows it (``--json`` prints it whole); the viewer lists it too."""
-
-    thread: str
-    updated_at: float
-    status: str
-    """``done``, ``waiting for answers``, ``running`` or ``interrupted``."""
-    round: int
-    rounds: int
-    phase: Phase
-    turns: int
-    tokens: int
-    cost: float
-    cached_tokens: int
-    saved: float
-    forked_from: ForkOrigin | None
-    problem: str
 
 
 def register(sub: Any) -> None:
@@ -126,55 +108,3 @@ def _cells(row: ListRow) -> list[str]:
         " ".join(row["problem"].split())[:60],
         origin_text(row["forked_from"]) or "-",
     ]
-
-
-async def rows_of(db: str) -> list[ListRow]:
-    """One row per thread: its newest checkpoint's status record, never the whole debate."""
-    from debate_engine.app.store.database import (  # start-up: no langgraph in --help
-        open_checkpointer,
-        status_of,
-        thread_ids,
-    )
-
-    rows: list[ListRow] = []
-    async with open_checkpointer(db) as saver:
-        for thread in await thread_ids(saver):
-            status, waiting = await status_of(saver, thread)
-            if status:
-                rows.append(await row_of(db, thread, status, waiting))
-    return rows
-
-
-async def row_of(db: str, thread: str, status: ListedStatus, waiting: bool) -> ListRow:
-    """Return a thread's row from its newest status record: the viewer's list reads the same rows."""
-    from debate_engine.app.store.database import athread_busy  # start-up: no langgraph in --help
-
-    state = (
-        "done"
-        if status["phase"] == "done"
-        else "waiting for answers"
-        if waiting
-        else "running"
-        if await athread_busy(db, thread)
-        else "interrupted"
-    )
-    return row_from(thread, status, state)
-
-
-def row_from(thread: str, status: ListedStatus, state: str) -> ListRow:
-    """Return a thread's row from its status record, ``state`` already told (done, running, ...)."""
-    return {
-        "thread": thread,
-        "updated_at": status["updated_at"],
-        "status": state,
-        "round": status["round"],
-        "rounds": status["rounds"],
-        "phase": status["phase"],
-        "turns": status["turns"],
-        "tokens": status.get("tokens", 0),
-        "cost": status.get("cost", 0.0),
-        "cached_tokens": status.get("cached_tokens", 0),
-        "saved": status.get("saved", 0.0),
-        "forked_from": status.get("forked_from"),
-        "problem": status["problem"],
-    }

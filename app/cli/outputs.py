@@ -19,7 +19,6 @@ from debate_engine.providers.secrets import redact
 
 if TYPE_CHECKING:
     from debate_engine.app.reports.record import RunRecord
-    from debate_engine.graph.state import Status
 
 OUTPUT_FLAGS = ("output", "report", "csv", "md")
 THREAD_HELP = (
@@ -76,14 +75,6 @@ def _try_existing(path: Path) -> None:
             os.write(fd, b"\n")
     finally:
         os.close(fd)
-
-
-def where(status: Status | None) -> str:
-    """Where a debate stands, in words."""
-    if not status:
-        return "its start"
-    phase = "synthesis" if status["phase"] == "done" else status["phase"]
-    return f"round {status['round']}/{status['rounds']}, after {phase}"
 
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt")

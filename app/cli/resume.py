@@ -16,9 +16,9 @@ from debate_engine.app.cli.outputs import (
     finish,
     load_env_file,
     say,
-    where,
 )
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.standing import where
 
 
 def register(sub: Any) -> None:

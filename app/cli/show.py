@@ -14,9 +14,9 @@ from debate_engine.app.cli.outputs import (
     check_outputs,
     db_of,
     finish,
-    where,
 )
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.standing import where
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.providers.secrets import redact
 

@@ -16,6 +16,7 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import IO, Any, LiteralString, NotRequired, Protocol, runtime_checkable
@@ -84,17 +85,17 @@ async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
         except Exception as exc:
             if not is_storage_error(exc):
                 raise
-            raise StorageFailure(_failed(db, exc)) from None
+            raise StorageFailure(failure_text(db, exc)) from None
 
 
-def _failed(db: str, exc: BaseException) -> str:
+def failure_text(db: str, exc: BaseException) -> str:
     """Return what failed, in words, without the URL's password or any configured secret."""
     detail = " ".join(str(exc).split())[:300]
     return redact(f"the debate database {db} failed ({type(exc).__name__}: {detail})")
 
 
 async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
-    path = await asyncio.to_thread(_sqlite_path, db)
+    path = await asyncio.to_thread(sqlite_file, db)
     try:
         saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(path)))
         stack.push_async_callback(_settle, saver)  # runs before the connection closes
@@ -182,7 +183,8 @@ def _expanded(db: str) -> Path:
         raise StorageError(f"--db {db}: cannot expand the ~ in it; give a full path") from None
 
 
-def _sqlite_path(db: str) -> Path:
+def sqlite_file(db: str) -> Path:
+    """Return the SQLite file ``db`` names, its folder made; a :class:`StorageError` says what is wrong with it."""
     path = _expanded(db)
     try:
         is_dir = path.is_dir()
@@ -359,3 +361,21 @@ async def athread_busy(db: str, thread: str) -> bool:
             return False
     except ThreadBusy:
         return True
+
+
+def thread_busy(db: str, thread: str) -> bool:
+    """Return True when another process runs ``thread`` now: :func:`athread_busy` for a page being drawn.
+
+    SQLite's file lock is tried in place (a non-blocking call); PostgreSQL's advisory lock lives on an
+    async connection, so it is tried on a loop of its own in a worker thread.
+    """
+    if is_postgres(db):
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, athread_busy(db, thread)).result()
+    try:
+        handle = _file_lock(db, thread)
+    except ThreadBusy:
+        return True
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    handle.close()
+    return False

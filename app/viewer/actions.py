@@ -3,12 +3,15 @@
 Each action needs the form token of the server's own pages (``guard``), is
 refused while another process runs the thread, and redirects to the debate's
 page, where the run shows itself as it goes. A form with a mistake comes back
-with the field named and what was typed kept.
+with the field named and what was typed kept. An answer is taken while the
+run is still busy with its phase: it is kept and delivered when the run
+reaches its question (``running``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from typing import Any
@@ -16,9 +19,8 @@ from urllib.parse import parse_qsl
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from debate_engine.app.cli.person import as_answer, is_person_question
 from debate_engine.app.cli.run import checked_context
 from debate_engine.app.cli.runner import graph_for, protocol_of
 from debate_engine.app.store.forking import (
@@ -29,13 +31,17 @@ from debate_engine.app.store.forking import (
     origin_of,
     write_fork,
 )
+from debate_engine.app.viewer import pages
 from debate_engine.app.viewer.guard import same
 from debate_engine.app.viewer.pages import loaded_or_404, standing
+from debate_engine.app.viewer.running import pending_writes, waiting
 from debate_engine.app.viewer.start_form import FormErrors, field_errors, form_fields, parse_form
 from debate_engine.app.viewer.templating import render
 from debate_engine.config.context import context_dict
 from debate_engine.config.file import ConfigError
 from debate_engine.errors import InputError
+from debate_engine.nodes.human import HUMAN_TURN, WrongShape, read_answer
+from debate_engine.nodes.positions import POSITION_KINDS
 from debate_engine.providers.secrets import redact
 
 MAX_FORM_BYTES = 1_000_000
@@ -135,27 +141,156 @@ def _form_again(request: Request, typed: dict[str, str], errors: dict[str, str])
 async def _ready(request: Request, thread: str) -> dict[str, Any]:
     """Return where the debate stands; refuse while it runs (here or in another process)."""
     now = await standing(request, thread)
-    if now["status"] == "running":
+    if now["status"] == "running" or request.app.state.runs.running(thread):
         raise HTTPException(409, f"debate {thread} is running; wait for it to stop or finish")
     return now
 
 
+ELSEWHERE = (
+    "Nothing was recorded: another process runs this debate and asks its questions itself "
+    "(a terminal's `debate run --human` or `debate resume`); answer there."
+)
+STALE = (
+    "Nothing was recorded: the form you sent answers questions that no longer wait for an answer "
+    "(answered or passed already, from this page, another tab or a terminal). The questions "
+    "waiting now are below; what you sent is kept under them."
+)
+EMPTY = "Nothing was sent: write an answer, or tick pass to pass your turn."
+WRONG = "Nothing was sent: an answer has a mistake, named under it; what you typed is kept."
+
+
 async def answer(request: Request) -> Response:
-    """Answer the debate's pending questions (a person's turn, the agents' clarifying questions) and go on."""
+    """Keep the answers a form gives to questions still waiting, and see them delivered.
+
+    Each field names the question it answers (its interrupt id): a form answers only those, and one
+    naming no question that still waits (the back button, a second tab, a second click) records
+    nothing. The run may still be busy with the phase's other calls: the answer is kept in the
+    database and delivered when the run reaches its question.
+    """
     form = await checked_form(request)
     thread, loaded = await loaded_or_404(request)
-    await _ready(request, thread)
-    answers = {i.id: _answer_of(i.id, i.value, form) for i in loaded.interrupts}
-    if not answers:
-        raise HTTPException(409, f"debate {thread} has no question waiting for an answer")
-    request.app.state.runs.answer(thread, answers, protocol_of(loaded.values))
+    store, runs = request.app.state.store, request.app.state.runs
+    if not runs.running(thread) and await store.busy(thread):
+        return await _page_again(request, 409, ELSEWHERE, form, unsent=True)
+    kept = await runs.kept(thread)
+    open_now = {
+        key: item.value
+        for key, item in waiting(await pending_writes(store.saver, thread)).items()
+        if key not in kept
+    }
+    chosen = {key: open_now[key] for key in named(form) if key in open_now}
+    if not chosen:
+        return await _page_again(request, 409, STALE, form, unsent=True)
+    answers, errors = read_answers(chosen, form)
+    if errors or not answers:
+        return await _page_again(request, 400, WRONG if errors else EMPTY, form, errors)
+    if not await runs.receive(thread, answers, protocol_of(loaded.values)):
+        return await _page_again(request, 409, STALE, form, unsent=True)  # another tab was first
     return to_page(request, thread)
 
 
-def _answer_of(key: str, question: Any, form: dict[str, str]) -> Any:
-    """Return one question's answer from the form: a person's text (or JSON position), or each agent's answers."""
-    if is_person_question(question):
-        return as_answer(str(form.get(f"answer-{key}", "")))
+async def _page_again(
+    request: Request,
+    code: int,
+    notice: str,
+    form: dict[str, str],
+    errors: dict[str, str] | None = None,
+    unsent: bool = False,
+) -> Response:
+    """Return the debate's page as it stands now, saying why nothing was recorded, with what was typed kept.
+
+    The template reads ``request.state.answering``: the notice, each question's mistake, the fields as
+    typed (put back in the fields of questions still open), and, for a stale form, the words sent.
+    """
+    typed = {k: v for k, v in form.items() if k != "csrf"}
+    request.state.answering = {
+        "notice": notice,
+        "errors": errors or {},
+        "typed": typed,
+        "unsent": [v.strip() for k, v in typed.items() if v.strip() and _words(k)]
+        if unsent
+        else [],
+    }
+    page = await pages.debate(request)
+    return HTMLResponse(bytes(page.body), status_code=code)
+
+
+FIELD = re.compile(r"^(answer|pass|position|reason|confidence|short)-([0-9a-f]+)(?:-|$)")
+"""An answer form's field: its kind, then the id of the question it answers (and, for the agents'
+clarifying questions, the agent and the question's number)."""
+STATED = ("position", "reason", "confidence")
+"""The fields of a position named as the answer names them; its short answer is ``short-`` (``answer-`` is the text)."""
+
+
+def named(form: dict[str, str]) -> list[str]:
+    """Return the questions a form names, in its order: every field carries its question's id."""
+    return list(dict.fromkeys(m[2] for key in form if (m := FIELD.match(key))))
+
+
+def _words(field: str) -> bool:
+    """Return whether a form field holds a person's words (not a box ticked or a confidence)."""
+    found = FIELD.match(field)
+    return found is not None and found[1] in ("answer", "position", "reason", "short")
+
+
+def read_answers(
+    chosen: dict[str, Any], form: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Return each answer the form gives (a question it leaves blank is left waiting) and each mistake, by id."""
+    answers: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for key, question in chosen.items():
+        if not (isinstance(question, dict) and question.get("type") == HUMAN_TURN):
+            answers[key] = _clarifications(key, question, form)
+            continue
+        try:
+            given = _turn(key, str(question.get("kind", "")), form)
+        except WrongShape as exc:
+            errors[key] = str(exc)
+            continue
+        if given is not None:
+            answers[key] = given
+    return answers, errors
+
+
+def _turn(key: str, kind: str, form: dict[str, str]) -> Any:
+    """Return a person's answer from its fields: the text, or the text with the position it states.
+
+    None when every field is blank: passing is the pass box, never a missing or empty field.
+    """
+    text = form.get(f"answer-{key}", "").strip()
+    fields = {name: form.get(f"{name}-{key}", "").strip() for name in STATED}
+    fields["answer"] = form.get(f"short-{key}", "").strip()
+    stated: dict[str, Any] = {name: value for name, value in fields.items() if value}
+    if form.get(f"pass-{key}"):
+        if text or stated:
+            raise WrongShape(
+                "you ticked pass and wrote an answer: untick pass to send it, or clear it to pass"
+            )
+        return ""
+    if not stated:
+        return text or None
+    if kind not in POSITION_KINDS:
+        raise WrongShape(f"a {kind} states no position; write it in the text")
+    if "position" not in stated:
+        raise WrongShape("write the position itself: a reason, confidence or answer goes with one")
+    if "confidence" in stated:
+        stated["confidence"] = _confidence(stated["confidence"])
+    value = {"text": text, **stated} if text else stated
+    read_answer(value, kind)  # the debate's own check, so that the run takes what was kept
+    return value
+
+
+def _confidence(typed: str) -> int:
+    """Return a confidence typed as a whole number from 0 to 100 (a % sign allowed)."""
+    number = typed.removesuffix("%").strip()
+    if not number.isdigit() or int(number) > 100:
+        raise WrongShape(f"confidence {typed[:20]!r} is not a whole number from 0 to 100")
+    return int(number)
+
+
+def _clarifications(key: str, question: Any, form: dict[str, str]) -> dict[str, list[str]]:
+    """Return the answers to the agents' clarifying questions, each agent's in order (a blank one is no answer)."""
     return {
         entry["agent_id"]: [
             str(form.get(f"answer-{key}-{entry['agent_id']}-{n}", "")).strip()

@@ -14,7 +14,8 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from debate_engine.app.cli.list import row_of, rows_of
+from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.standing import WAITING, reason_of, row_of, rows_of
 from debate_engine.app.store.database import failed_tokens, is_postgres
 
 NEWEST_SQL = """
@@ -29,29 +30,24 @@ SELECT w.thread_id, w.task_id, w.channel, w.type, w.value FROM writes w
 JOIN (SELECT thread_id, MAX(checkpoint_id) AS newest FROM checkpoints WHERE checkpoint_ns = ''
       GROUP BY thread_id) n
   ON w.thread_id = n.thread_id AND w.checkpoint_id = n.newest
-WHERE w.checkpoint_ns = '' AND w.channel IN ('__interrupt__', '__return__')
+WHERE w.checkpoint_ns = '' AND w.channel IN ('__interrupt__', '__return__', '__error__')
 """
 VERSION_SQL = """
 SELECT COUNT(*), MAX(checkpoint_id),
-       (SELECT COUNT(*) FROM writes WHERE channel IN ('__interrupt__', '__return__'))
+       (SELECT COUNT(*) FROM writes WHERE channel IN ('__interrupt__', '__return__', '__error__'))
 FROM checkpoints
 """
-"""What changes whenever a row may: a new thread, a new checkpoint, a new question or failed call."""
-STATUS_WORDS = {
-    "done": "done",
-    "waiting for answers": "waiting for a person",
-    "running": "running",
-    "interrupted": "stopped",
-}
-"""``debate list``'s status words, as the viewer shows them."""
+"""What changes whenever a row may: a new thread, a new checkpoint, a question, a failed call, an error."""
+OLD_WORDS = {"waiting for answers": WAITING}
+"""A word ``server_reading.state_word`` still says for a row, as ``debate list`` says it now."""
 
 
 async def version(saver: Any) -> str:
     """Return a value that changes whenever the list may have (``saver``: an SQLite or PostgreSQL saver)."""
     conn = saver.conn
     if type(conn).__module__.split(".")[0] == "psycopg":
-        async with conn.cursor() as cur:
-            await cur.execute(VERSION_SQL)
+        async with conn.cursor() as cur:  # PostgreSQL's saver names its table of writes in full
+            await cur.execute(VERSION_SQL.replace("FROM writes", "FROM checkpoint_writes"))
             found = await cur.fetchone()
         return str(list(found.values()) if isinstance(found, dict) else found)
     async with conn.execute(VERSION_SQL) as cur:
@@ -59,16 +55,16 @@ async def version(saver: Any) -> str:
 
 
 async def all_rows(saver: BaseCheckpointSaver, db: str) -> list[dict[str, Any]]:
-    """Return every debate's row, newest first, with the viewer's status words and its origin."""
+    """Return every debate's row, newest first, with ``debate list``'s status word, why, and its origin."""
     if is_postgres(db):
         return as_shown([{**row} for row in await rows_of(db)])
     return as_shown(await _sqlite_rows(saver, db))
 
 
 def as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return ``debate list``'s rows newest first, with the viewer's status words and each one's origin."""
+    """Return ``debate list``'s rows newest first, each with its origin."""
     for row in rows:
-        row["status"] = STATUS_WORDS.get(row["status"], row["status"])
+        row["status"] = OLD_WORDS.get(row["status"], row["status"])
         row["origin"] = origin_of(row)
     return sorted(rows, key=lambda r: r["updated_at"], reverse=True)
 
@@ -95,12 +91,17 @@ async def _sqlite_rows(saver: Any, db: str) -> list[dict[str, Any]]:
 async def _row(
     db: str, thread: str, channels: dict[str, Any], writes: list[tuple[str, str, Any]]
 ) -> dict[str, Any]:
-    """Return one row as ``debate list`` makes it, with failed calls' tokens and the protocol."""
+    """Return one row as ``debate list`` makes it (why it stands so included), with failed calls' tokens and the
+    protocol."""
     waiting = any(channel == "__interrupt__" for _, channel, _ in writes)
     row = await row_of(db, thread, channels["status"], waiting)
     row["tokens"] += failed_tokens(writes)
     row["forked_from"] = channels.get("forked_from")
-    return {**row, "protocol": "roundtable" if channels.get("turn_count") else "phases"}
+    return {
+        **row,
+        "why": reason_of(row["status"], record_of(channels), writes),
+        "protocol": "roundtable" if channels.get("turn_count") else "phases",
+    }
 
 
 def origin_of(row: dict[str, Any]) -> dict[str, str] | None:

@@ -12,10 +12,14 @@ from typing import Any
 
 from debate_engine.app.reports.figures import PHASES, duration, figures, latency
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.standing import finished_reason
 from debate_engine.app.reports.verdict_section import checks_line
+from debate_engine.app.reports.words import counted
 from debate_engine.app.store.forking import kept_line
 from debate_engine.nodes.positions import key_of
 
+SHORT_ANSWER = 40
+"""An answer this long or shorter is set apart in bold; a longer one reads as part of the position."""
 ROUNDS_PER_PAGE = 10
 """Rounds of a phase debate per page of its grid."""
 TURNS_PER_PAGE = 50
@@ -133,27 +137,57 @@ def _column(turn: dict[str, Any], unit: str) -> str:
 
 
 def verdict(values: dict[str, Any]) -> dict[str, Any] | None:
-    """Return the verdict (position, answer, agreement, each dissent verbatim, cruxes) and why the debate stopped."""
+    """Return the decision as the page opens with it: position, answer, agreement, why it stopped, then each dissent.
+
+    Why it stopped is ``debate list``'s reason for a finished debate (``standing``), its cap named
+    with its limit from the settings.
+    """
     found = (values.get("solution") or {}).get("verdict")
     if not found:
         return None
-    stop = values.get("stop_reason") or {}
-    stopped = (
-        f"stopped early: {values['stopped']}"
-        + (f" in round {stop['round']}: {stop['reason']}" if stop.get("reason") else "")
-        if values.get("stopped")
-        else f"ran every {'turn' if is_roundtable(values) else 'round'} it was given"
-    )
+    record = record_of(values)
     return {
         **found,
         "total": len(found.get("agreement", [])) + len(found.get("dissent", [])),
-        "stopped": stopped,
-        "checks": checks_line(record_of(values)),
+        "stopped": finished_reason(record, record.get("settings")),
+        "checks": checks_line(record),
     }
 
 
+def winner(channels: dict[str, Any]) -> dict[str, Any] | None:
+    """Return the winning position and answer as the list shows them; the judge's solution when no agent stated one.
+
+    ``channels`` may be a checkpoint's plain channels: the solution is one of them.
+    """
+    solution = channels.get("solution") or {}
+    found = solution.get("verdict") or {}
+    if found.get("position") or found.get("answer"):
+        held = len(found.get("agreement", []))
+        total = held + len(found.get("dissent", []))
+        answer, position = found.get("answer") or "", found.get("position") or ""
+        if len(answer) > SHORT_ANSWER:  # a sentence, not an answer to set in bold
+            answer, position = "", position or answer
+        return {
+            "answer": answer,
+            "position": position,
+            "agreement": f"{held} of {counted(total, 'agent')} agree",
+        }
+    if solution.get(
+        "description"
+    ):  # no agent stated a position: the judge's solution is the outcome
+        return {
+            "answer": "",
+            "position": solution["description"],
+            "agreement": "the judge's solution",
+        }
+    return None
+
+
 def figures_view(values: dict[str, Any]) -> dict[str, Any]:
-    """Return the figures as the page prints them: times, calls, tokens, cached tokens, cost; by agent and phase."""
+    """Return the figures as the page prints them: times, calls, tokens, cached tokens, cost; by agent and phase.
+
+    ``spend`` is what the verdict names beside the decision: cost, tokens, calls and time running.
+    """
     record = record_of(values)
     found = figures(record)
     total = found["total"]
@@ -166,6 +200,12 @@ def figures_view(values: dict[str, Any]) -> dict[str, Any]:
         ),
     )
     return {
+        "spend": {
+            "cost": f"${found['cost']:.4f}",
+            "tokens": total["prompt"] + total["completion"],
+            "calls": total["calls"],
+            "running": duration(found["running_s"]),
+        },
         "lines": [
             ("time running", duration(found["running_s"])),
             ("time stopped", duration(found["stopped_s"])),

@@ -8,9 +8,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from debate_engine.app.cli.outputs import where
 from debate_engine.app.reports.charts import accuracy_svg, positions_svg
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.standing import (
+    DONE,
+    Write,
+    failed_calls,
+    reason_of,
+    state_word,
+    where,
+)
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.app.viewer import debate_view as view
 from debate_engine.app.viewer.comparison_view import comparison_of
@@ -46,9 +53,10 @@ async def debates(request: Request) -> Response:
 
 
 def row_facts(channels: dict[str, Any]) -> dict[str, Any]:
-    """Return what a list row shows beyond ``debate list``'s record: the protocol and the verdict line."""
+    """Return what a list row shows beyond ``debate list``'s record: the protocol, the winning position, the verdict line."""
     return {
         "protocol": "roundtable" if channels.get("turn_count") else "phases",
+        "winner": view.winner(channels),
         "verdict": verdict_line(record_of(channels)) or "",
     }
 
@@ -63,23 +71,14 @@ async def loaded_or_404(request: Request) -> tuple[str, Loaded]:
 
 
 async def standing(request: Request, thread: str) -> dict[str, Any]:
-    """Return where a debate stands: its newest checkpoint, status word and whether it waits or runs."""
+    """Return where a debate stands: its newest checkpoint, ``debate list``'s status word, whether it waits or runs."""
     store, runs = request.app.state.store, request.app.state.runs
     checkpoint, status, waiting = await store.newest(thread)
-    running = runs.running(thread) or (not waiting and await store.busy(thread))
     phase = status.get("phase", "setup") if status else "setup"
-    word = (
-        "done"
-        if phase == "done"
-        else "waiting for a person"
-        if waiting
-        else "running"
-        if running
-        else "stopped"
-    )
+    running = phase != DONE and not waiting and (runs.running(thread) or await store.busy(thread))
     return {
         "checkpoint": checkpoint,
-        "status": word,
+        "status": state_word(phase, waiting, running),
         "phase": phase,
         "round": status.get("round", 0) if status else 0,
         "where": where(status),
@@ -88,9 +87,14 @@ async def standing(request: Request, thread: str) -> dict[str, Any]:
     }
 
 
-def live_part(loaded: Loaded, page: int) -> dict[str, Any]:
-    """Return what the live part of a debate page shows: the grid or turns, positions, verdict, figures."""
+def live_part(loaded: Loaded, page: int, now: dict[str, Any]) -> dict[str, Any]:
+    """Return what the live part of a debate page shows: why it stands so, the verdict, the grid or turns, figures.
+
+    Why it stands so is ``debate list``'s reason, read from the checkpoint (``now`` holds its status
+    word): a run another process started and that failed says so here as well as one of this server's.
+    """
     values = loaded.values
+    asked: list[Write] = [("", "__interrupt__", loaded.interrupts)]
     roundtable = view.is_roundtable(values)
     grid = None if roundtable else view.grid(values, page)
     turns = view.turns_page(values, page) if roundtable else None
@@ -103,8 +107,12 @@ def live_part(loaded: Loaded, page: int) -> dict[str, Any]:
         "turns": turns,
         "positions": view.positions(values, range(min(shown), max(shown) + 1) if shown else None),
         "verdict": view.verdict(values),
+        "short_answer": view.SHORT_ANSWER,
         "figures": loaded.once("figures", lambda: view.figures_view(values)),
         "solution": values.get("solution"),
+        "why": reason_of(now["status"], loaded.record, [*loaded.trouble, *asked]),
+        "failed_calls": failed_calls(loaded.trouble),
+        "failure": None if loaded.trouble else now["failed"],
     }
 
 
@@ -124,7 +132,7 @@ async def debate(request: Request) -> Response:
         questions=[(i.id, i.value) for i in loaded.interrupts],
         tree=view.fork_tree(thread, rows, verdicts) if len(family) > 1 else None,
         settings=loaded.values.get("settings") or {},
-        **live_part(loaded, number(request, "page")),
+        **live_part(loaded, number(request, "page"), now),
     )
 
 
@@ -137,7 +145,7 @@ async def live(request: Request) -> Response:
         "live.html",
         thread=thread,
         now=now,
-        **live_part(loaded, number(request, "page")),
+        **live_part(loaded, number(request, "page"), now),
     )
 
 

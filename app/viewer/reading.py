@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from debate_engine.app.reports.record import RunRecord, record_of
+from debate_engine.app.reports.standing import RUNNING, Write, trouble_of
 from debate_engine.app.store.database import (
     ListedStatus,
     athread_busy,
@@ -44,6 +45,9 @@ class Loaded:
     """The questions pending on the newest checkpoint (read from its writes, whichever graph asked them)."""
     made: dict[str, Any] = field(default_factory=dict)
     """What pages made of this state (figures, the chart), kept with it: made once per version."""
+    trouble: list[Write] = field(default_factory=list)
+    """The writes pending on the checkpoint that say why the debate stopped: the error that ended its run and
+    the calls that failed (``standing.reason_of`` reads them); empty where none is at hand."""
 
     @property
     def record(self) -> RunRecord:
@@ -145,9 +149,10 @@ class Store:
         asked = {
             i.id: i for _, channel, value in writes if channel == "__interrupt__" for i in value
         }
-        return remember(
-            self._states, thread, Loaded(version, dict(snapshot.values), list(asked.values()))
+        loaded = Loaded(
+            version, dict(snapshot.values), list(asked.values()), trouble=trouble_of(writes)
         )
+        return remember(self._states, thread, loaded)
 
     async def channels(self, thread: str) -> dict[str, Any]:
         """Return the plain channels of a thread's newest checkpoint (status, solution, stop)."""
@@ -167,17 +172,16 @@ class Store:
         key = await version(self.saver)
         if self._rows is None or key != self._rows_key:
             self._rows, self._rows_key = await all_rows(self.saver, self.db), key
-        elif any(r["status"] == "running" for r in self._rows):
+        elif any(r["status"] == RUNNING for r in self._rows):
             await self._recheck_running(self._rows)
         return self._rows
 
     async def _recheck_running(self, rows: list[dict[str, Any]]) -> None:
-        """Mark stopped a run that ended without a new checkpoint (killed): it is no longer running."""
-        running = [r for r in rows if r["status"] == "running"]
+        """Read the rows again when a run ended without a new checkpoint (killed): it is no longer running."""
+        running = [r for r in rows if r["status"] == RUNNING]
         busy = await asyncio.gather(*(self.busy(r["thread"]) for r in running))
-        for row, still in zip(running, busy, strict=True):
-            if not still:
-                row["status"] = "stopped"
+        if not all(busy):
+            self._rows = await all_rows(self.saver, self.db)
 
     async def threads(self) -> list[str]:
         """Return every thread id."""

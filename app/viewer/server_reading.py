@@ -18,7 +18,7 @@ from langgraph.types import Interrupt
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from debate_engine.app.cli.list import row_from
+from debate_engine.app.reports.standing import DONE, INTERRUPTED, RUNNING, WAITING, row_from
 from debate_engine.app.viewer.debate_rows import as_shown
 from debate_engine.app.viewer.reading import Loaded, remember
 
@@ -34,10 +34,10 @@ UNKNOWN = (404, 422)
 def state_word(thread: dict[str, Any], status: dict[str, Any]) -> str:
     """Return a thread's state in ``debate list``'s words, from its status record and the server's status."""
     if status.get("phase") == "done":
-        return "done"
+        return DONE
     if thread.get("status") == "interrupted" or thread.get("interrupts"):
-        return "waiting for answers"
-    return "running" if thread.get("status") == "busy" else "interrupted"
+        return WAITING
+    return RUNNING if thread.get("status") == "busy" else INTERRUPTED
 
 
 def server_row(thread: dict[str, Any]) -> dict[str, Any] | None:

@@ -221,3 +221,20 @@ def test_a_page_under_a_rebound_name_is_refused_and_starts_nothing(browser: Any,
         assert rebound.execute_async_script(START_FROM_THE_PAGE, "rebound-1") == 403
     browser.get(site + "/")
     assert "rebound-1" not in [r.get_attribute("data-thread") for r in css(browser, "tr.row")]
+
+
+def test_a_finished_debate_opens_with_its_verdict_on_the_first_screen(
+    browser: Any, site: str
+) -> None:
+    browser.get(site + "/debates/phases-1")
+    decision = browser.find_element("css selector", "section.verdict")
+    first_round = browser.find_element("id", "round-1")
+    assert decision.rect["y"] < first_round.rect["y"]
+    viewport = browser.execute_script("return window.innerHeight")
+    assert decision.rect["y"] + decision.rect["height"] <= viewport, (
+        "the decision needs no scrolling"
+    )
+    shown = decision.text
+    assert "47" in shown and "The answer is 47." in shown and "3 of 3 agents" in shown
+    assert "ran every round it was given: 3 rounds" in shown and "model calls" in shown
+    screenshot(browser, "verdict-first")

@@ -25,14 +25,38 @@
     page.dataset.updated = String(Date.now());
   }
 
+  // Whether a person has typed into the answer form (or ticked a box) that a reload would lose.
+  function typing() {
+    var typed = false;
+    document.querySelectorAll(".answer-form textarea, .answer-form input").forEach(function (f) {
+      if (f.type === "hidden") { return; }
+      if (f.type === "checkbox" ? f.checked : f.value.trim() !== "") { typed = true; }
+    });
+    return typed;
+  }
+
+  function outdated() {
+    var form = document.querySelector(".answer-form");
+    if (!form || document.getElementById("questions-outdated")) { return; }
+    var note = document.createElement("p");
+    note.id = "questions-outdated";
+    note.className = "failure";
+    note.textContent = "The debate has moved on since this page was drawn. Send what you typed: an answer to a " +
+      "question that no longer waits is refused and shown back to you, never recorded as a pass.";
+    form.parentNode.insertBefore(note, form);
+  }
+
   function poll() {
     fetch(stateUrl, { cache: "no-store", credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (now) {
         if (!now) { return; }
         if (now.status !== status && (now.status === "waiting for a person" || status === "waiting for a person")) {
-          window.location.reload();  // the questions' form appears or goes
-          return;
+          if (!typing()) {
+            window.location.reload();  // the questions' form appears or goes
+            return;
+          }
+          outdated();  // never throw away what a person is typing: say the questions changed instead
         }
         var moved = now.checkpoint !== checkpoint || now.status !== status;
         checkpoint = now.checkpoint;
