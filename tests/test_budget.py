@@ -434,3 +434,13 @@ def test_turns_that_fit_the_recent_slice_are_all_shown_whatever_else_the_prompt_
     assert (view.record["from_seq"], view.record["turns"]) == (since, len(turns))
     assert all(t["content"] in view.user for t in turns)
     assert count_messages(view.system, view.user) <= budget.total
+
+
+def test_a_summary_s_room_is_its_share_and_half_the_turns_and_a_short_one_leaves_the_turns_theirs() -> (
+    None
+):
+    budget = make_budget(4096, 512)  # summary 448, recent 2192
+    assert budget.summary_room == 448 + 1096
+    assert recent_room(budget, budget.summary - 10) == budget.recent == recent_room(budget, 0)
+    assert recent_room(budget, budget.summary + 100) == budget.recent - 100
+    assert recent_room(budget, 10**6) == budget.recent - 1096, "never more than the room is counted"

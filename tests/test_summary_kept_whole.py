@@ -154,3 +154,36 @@ def test_facet_items_past_the_schema_s_bounds_are_kept_and_named_in_the_record()
     except StopIteration as done:
         record = done.value
     assert record["facets"]["key_points"] == items and record["clamped"] == ["key_points"]
+
+
+def test_the_identifiers_shown_come_out_of_the_answer_s_room() -> None:
+    the_job = job(Plan(None, [], 0, 0, None))
+    assert text_slot(the_job, 100) == text_slot(the_job, 0) - 100
+
+
+def test_a_summary_may_ask_again_after_an_empty_reply_only_when_its_job_allows_retries() -> None:
+    plan = Plan(
+        fold=None, turns=[make_turn(i) for i in range(3)], through=3, depth=0, parent_id=None
+    )
+    assert next(summarize(job(plan, retries=1))).retry
+    assert next(summarize(job(plan, retries=2))).retry
+    assert not next(summarize(job(plan, retries=0))).retry
+
+
+def test_the_longest_summary_a_job_can_store_is_within_its_fold_bound() -> None:
+    """What the spend reserve counts a fold as: never less than the longest summary, never far more."""
+    from debate_engine.memory.summary_prompt import SUMMARY_MARGIN, fold_bound
+
+    plan = Plan(
+        fold=None, turns=[make_turn(i) for i in range(4)], through=4, depth=0, parent_id=None
+    )
+    the_job = job(plan, retries=0)
+    steps = summarize(the_job)
+    prompt = next(steps)
+    room = text_slot(the_job, prompt_identifiers(the_job))
+    try:
+        steps.send(Answer(sentences(room - 8)))
+    except StopIteration as done:
+        record = done.value
+    assert BIG.summary < record["tokens_after"] <= fold_bound(the_job)
+    assert fold_bound(the_job) <= BIG.summary_room + SUMMARY_MARGIN
