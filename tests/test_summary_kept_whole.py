@@ -110,34 +110,88 @@ def test_facets_never_take_the_narrative_s_room_when_a_summary_must_be_shortened
     assert PLAIN.capitalize() in shown and len(shown) <= 880
 
 
-def steps_of(answer_tokens: list[int]) -> tuple[list[Any], dict[str, Any]]:
-    """Answer a summary's prompts with narratives of the given sizes; return the prompts and the record."""
+def steps_of(
+    answers: list[int | Answer | Exception], retries: int = 2
+) -> tuple[list[Any], dict[str, Any], list[int]]:
+    """Answer a summary's prompts in turn (a size: a narrative of about that many tokens; an exception: the
+    request failed); return the prompts, the record and the lengths the instructions asked for."""
     plan = Plan(
         fold=None, turns=[make_turn(i) for i in range(4)], through=4, depth=0, parent_id=None
     )
-    steps = summarize(job(plan, retries=2))
+    lengths: list[int] = []
+    steps = summarize(job(plan, retries=retries, lengths=lengths))
     prompts = [next(steps)]
     try:
-        for tokens in answer_tokens:
-            prompts.append(steps.send(Answer(sentences(tokens))))
+        for given in answers:
+            if isinstance(given, Exception):
+                prompts.append(steps.throw(given))
+            else:
+                answer = given if isinstance(given, Answer) else Answer(sentences(given))
+                prompts.append(steps.send(answer))
     except StopIteration as done:
-        return prompts, done.value
-    raise AssertionError("the summarizer asked more than the answers given")
+        return prompts, done.value, lengths
+    raise AssertionError(f"the summarizer asked {len(prompts)} prompts for {len(answers)} answers")
 
 
-def test_an_answer_half_again_as_long_as_its_room_is_asked_again_shorter() -> None:
-    room = text_slot(job(Plan(None, [], 0, 0, None)), 20)
-    prompts, record = steps_of([int(room * 1.5), room // 2])
-    assert len(prompts) == 2 and prompts[1].max_tokens < prompts[0].max_tokens
+def room_of() -> int:
+    """Tokens the test job's answer may render to: its room less its identifiers (``rate_limiter.py``)."""
+    the_job = job(Plan(None, [make_turn(i) for i in range(4)], 4, 0, None))
+    return text_slot(the_job, prompt_identifiers(the_job))
+
+
+def test_an_answer_half_again_as_long_as_its_room_is_asked_again_within_the_room_it_left() -> None:
+    room = room_of()
+    prompts, record, lengths = steps_of([int(room * 1.5), room // 2])
+    size = count_tokens(sentences(int(room * 1.5)))
+    first, second = prompts[0].max_tokens, prompts[1].max_tokens
+    assert len(prompts) == 2
+    assert first * room / size * 0.8 <= second <= first * room / size, (
+        "scaled to fit, not needlessly"
+    )
+    asked, again = lengths[
+        -2:
+    ]  # the first prompt's length and the second's (the frame asks one too)
+    assert asked * room / size * 0.8 <= again <= asked * room / size
     assert record["tokens_after"] <= BIG.summary_room
 
 
+def test_an_answer_exactly_as_long_as_its_room_is_kept_at_once() -> None:
+    room = room_of()
+    narrative = "Kept."
+    while count_tokens(narrative) < room:
+        narrative += " kept"
+    assert count_tokens(narrative) == room
+    prompts, record, _ = steps_of([Answer(narrative)])
+    assert len(prompts) == 1 and record["narrative"] == narrative
+
+
+def lead(text: str, tokens: int) -> Answer:
+    return Answer(f"{text} {sentences(tokens)}")
+
+
 def test_a_re_asked_answer_that_came_back_longer_is_not_kept_over_the_shorter_one() -> None:
-    room = text_slot(job(Plan(None, [], 0, 0, None)), 20)
+    room = room_of()
     first, second, third = int(room * 1.3), int(room * 1.8), int(room * 2.2)
-    prompts, record = steps_of([first, second, third])
+    # the shortest answer sorts last by its text: it is chosen by its size, nothing else
+    answers: list[int | Answer | Exception] = [
+        lead("Zulu.", first),
+        lead("Alpha.", second),
+        lead("Bravo.", third),
+    ]
+    prompts, record, _ = steps_of(answers)
     assert len(prompts) == 3
-    assert record["narrative"] == sentences(first).strip(), "the shortest answer is kept, whole"
+    assert record["narrative"].startswith("Zulu."), "the shortest answer is kept, whole"
+
+
+def test_after_a_long_answer_a_failed_or_cut_request_keeps_it_and_asks_no_more() -> None:
+    room = room_of()
+    failed = ConnectionError("the second request failed")
+    prompts, record, _ = steps_of([int(room * 1.5), failed])
+    assert len(prompts) == 2 and record["status"] == "ok"
+    cut = Answer("They chose")
+    cut.truncated = True
+    prompts, record, _ = steps_of([int(room * 1.5), cut])
+    assert len(prompts) == 2 and record["narrative"] == sentences(int(room * 1.5)).strip()
 
 
 def test_facet_items_past_the_schema_s_bounds_are_kept_and_named_in_the_record() -> None:
@@ -154,6 +208,14 @@ def test_facet_items_past_the_schema_s_bounds_are_kept_and_named_in_the_record()
     except StopIteration as done:
         record = done.value
     assert record["facets"]["key_points"] == items and record["clamped"] == ["key_points"]
+
+
+def test_the_clamped_fields_are_named_on_the_attempt_that_went_past_the_bounds() -> None:
+    clamped = Answer("They chose a token bucket.", key_points=["a point"])
+    clamped.clamped = ["narrative"]  # type: ignore[attr-defined]
+    _, record, _ = steps_of([int(room_of() * 1.5), clamped])
+    first, second = record["attempts"]
+    assert "clamped" not in first and second["clamped"] == ["narrative"]
 
 
 def test_the_identifiers_shown_come_out_of_the_answer_s_room() -> None:
@@ -179,7 +241,7 @@ def test_the_longest_summary_a_job_can_store_is_within_its_fold_bound() -> None:
     )
     the_job = job(plan, retries=0)
     steps = summarize(the_job)
-    prompt = next(steps)
+    next(steps)
     room = text_slot(the_job, prompt_identifiers(the_job))
     try:
         steps.send(Answer(sentences(room - 8)))
@@ -187,3 +249,7 @@ def test_the_longest_summary_a_job_can_store_is_within_its_fold_bound() -> None:
         record = done.value
     assert BIG.summary < record["tokens_after"] <= fold_bound(the_job)
     assert fold_bound(the_job) <= BIG.summary_room + SUMMARY_MARGIN
+
+
+def test_the_lifter_keeps_a_bare_percentage_and_a_key_with_its_value() -> None:
+    assert lift("Send a 5% canary, and x=30 holds.") == ["5%", "x=30"]

@@ -14,7 +14,7 @@ equivalent. The exit status is 1 when any survived. Sessions are kept in ``build
 from __future__ import annotations
 
 import argparse
-import re
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -55,17 +55,47 @@ def import_name(module: str) -> str:
 
 
 def covering_tests(module: str) -> list[str]:
-    """Return the test files that import ``module`` by its full name (or its name from its package)."""
+    """Return the test files that import ``module`` by its full name, or one of its names from its package
+    (``from debate_engine.memory import summarize`` tests ``memory/summarizer.py``), directly or through a
+    module of ``tests/support``."""
     name = import_name(module)
     package, _, leaf = name.rpartition(".")
-    pattern = re.compile(
-        rf"{re.escape(name)}\b|from {re.escape(package)} import [^\n]*\b{re.escape(leaf)}\b"
-    )
+    names = {leaf, *defined(ROOT / module)}
+    helpers = [  # the test support modules that use it: their tests use it too
+        f"tests.support.{p.stem}"
+        for p in (ROOT / "tests" / "support").glob("*.py")
+        if imports(p, name, package, names)
+    ]
     return sorted(
         str(p.relative_to(ROOT))
         for p in (ROOT / "tests").glob("test_*.py")
-        if pattern.search(p.read_text())
+        if imports(p, name, package, names)
+        or any(imports(p, h, "tests.support", {h.rpartition(".")[2]}) for h in helpers)
     )
+
+
+def imports(test: Path, name: str, package: str, names: set[str]) -> bool:
+    """Return whether ``test`` imports module ``name``, or any of ``names`` from ``package``."""
+    for node in ast.walk(ast.parse(test.read_text())):
+        if isinstance(node, ast.Import) and any(a.name == name for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (
+            node.module == name
+            or (node.module == package and any(a.name in names for a in node.names))
+        ):
+            return True
+    return False
+
+
+def defined(path: Path) -> list[str]:
+    """Return the public functions and classes a module defines at its top level."""
+    tree = ast.parse(path.read_text())
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and not node.name.startswith("_")
+    ]
 
 
 def config(module: str, tests: list[str], base: str) -> str:
