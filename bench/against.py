@@ -12,6 +12,10 @@ the assembly's own entry point (``DEBATE_BENCH_CLI``).
 Every number the two runs print in the same cell of the same table is shown as this tree's value
 (the median of its runs), REV's, and this / REV. Cells that are equal in every run (the shape of a
 table: counts, sizes asked for) are left out. Nothing asserts.
+
+Each run's line names the machine's load average as it starts: wall times measured under a load of several
+processes a core are the load's as much as the engine's. The start-up, waves and overhead benchmarks print CPU
+seconds beside their wall times; a wall-time ratio the CPU ratio does not share is the machine's.
 """
 
 from __future__ import annotations
@@ -162,7 +166,11 @@ def main() -> None:
             outputs: dict[str, list[Tables]] = {side: [] for side in sides}
             for n in range(args.repeat):
                 for side, (assembly, cli) in sides.items():
-                    print(f"({name}: {side}, run {n + 1} of {args.repeat})", flush=True)
+                    load = os.getloadavg()[0]
+                    print(
+                        f"({name}: {side}, run {n + 1} of {args.repeat}, load {load:.1f})",
+                        flush=True,
+                    )
                     outputs[side].append(tables(run(name, code, assembly, cli, args.quick)))
             compare(name, outputs["this tree"], outputs[args.rev], args.rev)
 

@@ -6,11 +6,16 @@ replies take 2 s: between the first request and the last reply, the time in whic
 no request is with the model is the engine's own. The time to the first request is
 the best of that run and three more launches stopped at their first request, as
 ``--help`` is the best of three: a single launch on a busy machine varies by a second.
+
+Beside each of those wall times, the CPU seconds the process used (Linux's ``/proc``; the children's rusage for
+a whole command): on a machine other work keeps busy, wall time grows with the load while CPU time stays with
+the work, so a change in wall time alone is the machine's, not the engine's.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -28,12 +33,36 @@ them is the floor of the time to that request."""
 
 
 def _seconds(command: list[str], env: dict[str, str] | None = None, repeat: int = 3) -> float:
-    best = float("inf")
+    return _timed(command, env, repeat)[0]
+
+
+def _timed(
+    command: list[str], env: dict[str, str] | None = None, repeat: int = 3
+) -> tuple[float, float]:
+    """Return the best wall seconds and the best CPU seconds (user + system) of ``repeat`` runs of ``command``."""
+    best, cpu = float("inf"), float("inf")
     for _ in range(repeat):
+        used = _children_cpu()
         began = time.perf_counter()
         subprocess.run(command, capture_output=True, env=env, check=False)
         best = min(best, time.perf_counter() - began)
-    return best
+        cpu = min(cpu, _children_cpu() - used)
+    return best, cpu
+
+
+def _children_cpu() -> float:
+    """CPU seconds of every child process waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_of(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` has used so far, from ``/proc``; None where there is none."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _busy(starts: list[float], latency: float) -> float:
@@ -78,8 +107,9 @@ def _cli_debate(folder: Path) -> dict[str, float]:
     }
 
 
-def _first_requests(folder: Path, repeat: int = 3) -> list[float]:
-    """Seconds from launch to the first request of ``repeat`` more launches, each stopped (SIGTERM) at that request."""
+def _first_requests(folder: Path, repeat: int = 3) -> list[tuple[float, float | None]]:
+    """Seconds from launch to the first request of ``repeat`` more launches, each stopped (SIGTERM) at that request,
+    and the CPU seconds the process had used by then (None without ``/proc``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.support.openai_server import OpenAIServer
 
@@ -104,7 +134,7 @@ def _first_requests(folder: Path, repeat: int = 3) -> list[float]:
             while process.poll() is None and not _posts(server.requests[before:]):
                 time.sleep(0.002)
             if posts := _posts(server.requests[before:]):
-                firsts.append(min(posts) - began)
+                firsts.append((min(posts) - began, _cpu_of(process.pid)))
             process.terminate()
             process.wait()
     return firsts
@@ -119,8 +149,23 @@ def bench_startup(folder: Path) -> None:
     helps = _seconds([DEBATE, "--help"])
     version = _seconds([DEBATE, "--version"])
     run = _cli_debate(folder)
-    first, after, total = min([run["first"], *_first_requests(folder)]), run["after"], run["total"]
-    libraries = _seconds([sys.executable, "-c", LIBRARIES])
+    launches = _first_requests(folder)
+    first = min([run["first"], *(wall for wall, _ in launches)])
+    after, total = run["after"], run["total"]
+    libraries, libraries_cpu = _timed([sys.executable, "-c", LIBRARIES])
+    cpus = [cpu for _, cpu in launches if cpu is not None]
+    cpu_rows = (
+        [
+            [
+                f"CPU to the first model request (best of {len(cpus)})",
+                f"{min(cpus):.2f}",
+                f"importing the libraries it needs, alone, CPU {libraries_cpu:.2f} s",
+                x(min(cpus) / libraries_cpu),
+            ]
+        ]
+        if cpus
+        else []
+    )
     table(
         ["what", "seconds", "against", "ratio"],
         [
@@ -143,6 +188,7 @@ def bench_startup(folder: Path) -> None:
                 f"importing the libraries it needs, alone {libraries:.2f} s",
                 x(first / libraries),
             ],
+            *cpu_rows,
             ["last reply to exit", f"{after:.2f}", f"whole run {total:.2f} s", x(after / total)],
             [
                 f"first request to last reply, {run['calls']:.0f} calls of {LATENCY_S:.0f} s",
