@@ -47,6 +47,7 @@ from debate_engine.app.store.forking import (
     parse_variants,
     write_fork,
 )
+from debate_engine.app.store.thread_ids import check_thread_id
 from debate_engine.graph.builder import compile_debate
 from debate_engine.providers.secrets import redact
 
@@ -111,6 +112,7 @@ def _threads(args: argparse.Namespace, count: int) -> list[str]:
     """Return the forks' thread ids: ``--thread-id`` (numbered with variants), else new ones named after the original.
 
     With ``--queue`` the default is named after the variants too, so the same command finds its queued forks.
+    A ``--thread-id`` is checked (``thread_ids``); an id named after the original keeps the original's shape.
     """
     tag = (
         hashlib.sha256(
@@ -120,8 +122,10 @@ def _threads(args: argparse.Namespace, count: int) -> list[str]:
         if args.queue
         else uuid.uuid4().hex[:6]
     )
-    base = args.thread_id or f"{args.thread}-fork-r{args.round}-{tag}"
-    return [base] if args.variants is None else [f"{base}-{n}" for n in range(1, count + 1)]
+    given = args.thread_id is not None
+    base = args.thread_id if given else f"{args.thread}-fork-r{args.round}-{tag}"
+    threads = [base] if args.variants is None else [f"{base}-{n}" for n in range(1, count + 1)]
+    return [check_thread_id(t) for t in threads] if given else threads
 
 
 async def _fork(args: argparse.Namespace, variants: list[Any]) -> int:

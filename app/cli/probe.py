@@ -13,6 +13,7 @@ from typing import Any
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, add_env_file, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options, context_from_args, problem_of
+from debate_engine.app.store.thread_ids import check_thread_id
 
 DESCRIPTION = """Run a debate with made-up facts planted in it, then measure where each fact survives: in each
 agent's own perspective, in the summaries, in every prompt the debaters were sent (min, mean and the worst
@@ -82,6 +83,8 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
         raise UserError(f"--every {args.every}: use a number of turns from 1")
     if args.clarify:
         raise UserError("--clarify: the probe cannot answer clarifying questions; leave it out")
+    if args.thread_id is not None:  # the id of a new debate, as `debate run` checks it
+        check_thread_id(args.thread_id)
     rounds = _plant_rounds(args.plant_rounds)
     if not args.config:  # the probe's own defaults; a config's rounds or turns win
         args.rounds = args.rounds if args.rounds is not None or args.protocol == "roundtable" else 6

@@ -20,6 +20,7 @@ from debate_engine.app.cli.outputs import (
     load_env_file,
 )
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.store.thread_ids import check_thread_id
 from debate_engine.prompts import role_names
 from debate_engine.providers.secrets import redact
 
@@ -296,6 +297,8 @@ def seated(settings: Any) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
+    if args.thread_id is not None:  # a new debate's id, refused before anything is made
+        check_thread_id(args.thread_id)
     problem = problem_of(args)
     check_outputs(args)
     context, settings = resolved_from_args(args, credentials=not args.dry_run)

@@ -32,6 +32,7 @@ from debate_engine.app.cli.run import (
     people,
     problem_of,
 )
+from debate_engine.app.store.thread_ids import ThreadIdError, check_thread_id
 
 if TYPE_CHECKING:
     from debate_engine.app.store.database import ListedStatus
@@ -127,6 +128,10 @@ def entries_of(args: argparse.Namespace) -> list[Entry]:
         return parse_problems(text, base, path.resolve().parent, protocol)
     # A thread's id alone continues its stored debate; the check against the database comes later.
     problem = problem_of(args) if (args.problem or args.problem_file or not args.thread_id) else ""
+    if (
+        problem and args.thread_id is not None
+    ):  # the id of a new debate; an id alone names a stored one
+        check_thread_id(args.thread_id)
     context = context_from_args(
         args
     )  # `debate run`'s: every setting checked, roundtable flags only with its protocol
@@ -209,6 +214,11 @@ def parse_line(
         errors.insert(0, "problem: required, a non-empty string")
     if thread is not None and (not isinstance(thread, str) or not thread.strip()):
         errors.append(f"thread_id: {thread!r} is not a non-empty string")
+    elif thread is not None:
+        try:
+            check_thread_id(thread.strip())
+        except ThreadIdError as exc:
+            errors.append(str(exc))
     settings = {k: v for k, v in {**base, **fields}.items() if k in known}
     if not errors:
         errors = _resolve_problems(settings, protocol)

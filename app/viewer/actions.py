@@ -15,7 +15,7 @@ import re
 import time
 import uuid
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -81,8 +81,12 @@ async def _limited_body(request: Request) -> bytes:
 
 
 def to_page(request: Request, thread: str) -> Response:
-    """Return the redirect to a debate's page."""
-    return RedirectResponse(request.url_for("debate", thread=thread), 303)
+    """Return the redirect to a debate's page, its id quoted whole.
+
+    ``url_for`` puts a path parameter in as it is, and the redirect's own quoting keeps ``?``, ``#`` and
+    ``%``: a debate made through LangGraph's API under such an id would land on another address.
+    """
+    return RedirectResponse(request.url_for("debate", thread=quote(thread, safe="")), 303)
 
 
 async def start(request: Request) -> Response:

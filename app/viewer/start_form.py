@@ -15,6 +15,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from debate_engine.app.store.thread_ids import ThreadIdError, check_thread_id
 from debate_engine.config.context import Context, RoundtableContext
 
 ROUNDTABLE_ONLY = {f.name for f in dataclasses.fields(RoundtableContext)} - {
@@ -110,7 +111,10 @@ def _value(field: FormField, text: str) -> Any:
 
 
 def parse_form(form: dict[str, str]) -> tuple[str, Any]:
-    """Return the problem and the context a submitted form asks for; raise FormErrors naming each bad field."""
+    """Return the problem and the context a submitted form asks for; raise FormErrors naming each bad field.
+
+    A thread id typed in the form is checked as the command line checks ``--thread-id``, before a thread is made.
+    """
     errors: dict[str, str] = {}
     protocol = form.get("protocol", "phases")
     if protocol not in PROTOCOLS:
@@ -118,6 +122,12 @@ def parse_form(form: dict[str, str]) -> tuple[str, Any]:
     problem = form.get("problem", "").strip()
     if not problem:
         errors["problem"] = "the problem is empty; write the question to debate"
+    thread = form.get("thread_id", "").strip()  # empty: a new id is made
+    if thread:
+        try:
+            check_thread_id(thread)
+        except ThreadIdError as exc:
+            errors["thread_id"] = str(exc)
     given: dict[str, Any] = {}
     for field in form_fields():
         if field.roundtable and protocol != "roundtable":
