@@ -75,6 +75,10 @@ class Call:
             )
         ] * self.most_requests
 
+    def least(self) -> list[Reserve]:
+        """Return the one request the call needs at least (what :meth:`without_retries` leaves it)."""
+        return self.reserve()[:1]
+
     def without_retries(self) -> Call:
         """Return the same call making one request only (when the spend cap has no room for more): an empty reply is not
         asked again, and an unparsed structured one is taken as it is, not asked again in prose."""

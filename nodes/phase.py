@@ -44,6 +44,10 @@ class Planned(Protocol):
 
     def reserve(self) -> list[Reserve]: ...
 
+    def least(self) -> list[Reserve]:
+        """Return the least it can run with: a call's one request, a summary's one request per chunk."""
+        ...
+
     def without_retries(self) -> Self: ...
 
     def charge(self, result: Any) -> list[tuple[str, str, str, Usage]]: ...
@@ -99,7 +103,7 @@ def _gate(
             }
         )
         return calls, {"stopped": "timeout"}
-    wanted = [r for c in calls for r in c.reserve()[:1]]  # one request each
+    wanted = [r for c in calls for r in c.least()]  # one request each (a summary: one a chunk)
     if not fits(state, wanted):
         spent = (state.get("spend") or empty_spend())["total"]
         emit(
@@ -224,7 +228,7 @@ def _again(
     )
     seen = cast(ConversationState, {**state, "spend": paid})
     wanted = [calls[i] for i in stale]
-    if not fits(seen, [r for c in wanted for r in c.reserve()[:1]]):
+    if not fits(seen, [r for c in wanted for r in c.least()]):
         return _stopped(name, state, calls, results)
     full = fits(seen, [r for c in wanted for r in c.reserve()])
     return [(i, calls[i] if full else calls[i].without_retries()) for i in stale]

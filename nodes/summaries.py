@@ -221,6 +221,11 @@ class SummaryCall:
 
     def reserve(self) -> list[Reserve]:
         """Return the most this summary may spend: each chunk with the summary folded in, system and task at most."""
+        retries = self.job.retries  # a cut answer is asked again shorter, then in prose
+        return self.least() * (1 + retries) * (1 + retries)
+
+    def least(self) -> list[Reserve]:
+        """Return one request per chunk it reads: the least a summary can be made with (no retries)."""
         job = self.job
         fixed = frame(job) + FRAME_OVERHEAD + SUMMARY_MARGIN
         first = job.plan.fold["tokens_after"] if job.plan.fold else 0  # a fold is read whole
@@ -234,13 +239,10 @@ class SummaryCall:
             prompts = [min(job.budget.total, one)]
         else:
             prompts = [job.budget.total] * len(chunks(job.plan.turns, job.budget.recent // 2))
-        reserves: list[Reserve] = [
+        return [
             (models, *worst_case(prompt + tools, self.agent["max_output_tokens"]))
             for prompt in prompts
         ]
-        return (
-            reserves * (1 + job.retries) * (1 + job.retries)
-        )  # a cut answer asked again shorter, then in prose
 
     def without_retries(self) -> SummaryCall:
         """Return the same summary with no second attempt (when the spend cap has no room for one)."""
