@@ -232,13 +232,15 @@ class SummaryCall:
         tools = tool_tokens(summary_schema(self.agent["max_output_tokens"]))
         models = (self.agent["model"], *self.agent["fallback_models"])
         # One chunk: its prompt exactly. Several: each is read in the room the summary so far leaves, never less
-        # than the room's floor, so there are at most as many as that floor gives, each up to the window.
+        # than the room beside the longest fold it can carry, so there are at most as many as that room gives,
+        # each up to the window.
         framed = frame(job)
-        if len(chunks(job.plan.turns, room(job, max(first, fold_bound(job)), framed))) == 1:
+        parts = chunks(job.plan.turns, room(job, max(first, fold_bound(job)), framed))
+        if len(parts) == 1:
             one = fixed + fold_room(job, first, framed) + sum(turn_cost(t) for t in job.plan.turns)
             prompts = [min(job.budget.total, one)]
         else:
-            prompts = [job.budget.total] * len(chunks(job.plan.turns, job.budget.recent // 2))
+            prompts = [job.budget.total] * len(parts)
         return [
             (models, *worst_case(prompt + tools, self.agent["max_output_tokens"]))
             for prompt in prompts
