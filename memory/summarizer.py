@@ -237,9 +237,10 @@ def _part_with_retry(
             attempts.extend(getattr(exc, "attempts", None) or [])
             break
         attempts.extend(answer.attempts)
-        if answer.attempts and getattr(answer, "clamped", None):
+        clamped = getattr(answer, "clamped", None)  # the road's answers say; a test's may not
+        if answer.attempts and clamped:
             # kept whole all the same: the record says which fields went past the schema's bounds
-            attempts[-1] = {**attempts[-1], "clamped": list(getattr(answer, "clamped"))}
+            attempts[-1] = {**attempts[-1], "clamped": list(clamped)}
         got = _answer(answer, prose)
         if got is None:
             if too_long:

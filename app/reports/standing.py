@@ -105,17 +105,17 @@ def reason_of(state: str, values: RunRecord, writes: Sequence[Write] = ()) -> st
 def finished_reason(channels: RunRecord, settings: RunSettings | None) -> str:
     """Return why a debate stopped taking turns: the cap it reached (with its limit), a stop rule, or its last round."""
     status: Status | dict[str, int] = channels.get("status") or {}
+    given: dict[str, Any] = dict(settings or {})
     unit = (
-        "turn"
-        if (settings or {}).get("protocol") == "roundtable" or channels.get("turn_count")
-        else "round"
+        "turn" if given.get("protocol") == "roundtable" or channels.get("turn_count") else "round"
     )
-    stopped, stop = channels.get("stopped"), channels.get("stop_reason") or {}
+    stopped = channels.get("stopped")
+    stop: dict[str, Any] = dict(channels.get("stop_reason") or {})
     at = f"in {unit} {stop.get('round', status.get('round', 0))}"
     if stopped == "budget":
         return f"stopped early at the spend cap{_cap_limit(settings)} {at}"
     if stopped == "timeout":
-        limit = (settings or {}).get("round_timeout_s")
+        limit = given.get("round_timeout_s")
         return (
             f"stopped early at the time limit per {unit}{f' ({limit:g} s)' if limit else ''} {at}"
         )
@@ -126,7 +126,7 @@ def finished_reason(channels: RunRecord, settings: RunSettings | None) -> str:
 
 def _cap_limit(settings: RunSettings | None) -> str:
     """Return the spend cap's limits in words, in parentheses; empty when the settings are not at hand."""
-    cap = (settings or {}).get("cap") or {}
+    cap: dict[str, Any] = dict(settings["cap"] or {}) if settings and "cap" in settings else {}
     parts = [
         *([f"at most {cap['max_tokens']:,} tokens"] if cap.get("max_tokens") else []),
         *([f"at most ${cap['max_cost']:g}"] if cap.get("max_cost") else []),
