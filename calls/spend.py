@@ -16,7 +16,7 @@ from debate_engine.calls.ledger import (
     empty_tally,
 )
 from debate_engine.memory.records import Usage
-from debate_engine.providers.prices import cost
+from debate_engine.providers.prices import cost, worst_input
 
 JUDGE_PROMPT_FLOOR = 2048
 """Prompt tokens the synthesis is sure to have under a spend cap: its view shrinks to what is left, never below."""
@@ -93,5 +93,6 @@ def dearest(
 
 
 def _worst(price: Price, input_tokens: int, output_tokens: int) -> float:
-    written = input_tokens if price.get("cache_write", price["input"]) > price["input"] else 0
-    return cost(price, input_tokens, output_tokens, cache_write=written)
+    return cost(
+        Price(input=worst_input(price), output=price["output"]), input_tokens, output_tokens
+    )

@@ -18,7 +18,7 @@ from debate_engine.calls.spend import FREE, PROMPT_MARGIN, Reserve, cached, dear
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.nodes.solution import judge_schema
-from debate_engine.providers.prices import cost
+from debate_engine.providers.prices import cost, worst_input
 
 
 def fits(state: ConversationState, wanted: Iterable[Reserve], keep_judge: bool = True) -> bool:
@@ -67,16 +67,14 @@ def left_for_judge(state: ConversationState) -> int | None:
             - spent["output_tokens"]
             - judge["max_output_tokens"]
         )
-    models = (
-        judge["model"],
-        *judge.get("fallback_models", []),
-    )  # any of them may answer: the dearest
-    price = max(
-        (settings["prices"].get(m, FREE) for m in models), key=lambda p: (p["input"], p["output"])
-    )
-    if cap["max_cost"] is not None and price["input"] > 0:
-        left = cap["max_cost"] - spent["cost"] - cost(price, 0, judge["max_output_tokens"])
-        limits.append(int(left * 1_000_000 / price["input"]))
+    if cap["max_cost"] is not None:
+        # Any of its models may answer, and a prompt may bill whole as a cache write (Anthropic's 1.25x):
+        # the room is what the dearest of them leaves at the dearest price a prompt token can bill at.
+        for spec in (judge["model"], *judge.get("fallback_models", [])):
+            price = settings["prices"].get(spec, FREE)
+            if worst_input(price) > 0:
+                left = cap["max_cost"] - spent["cost"] - cost(price, 0, judge["max_output_tokens"])
+                limits.append(int(left * 1_000_000 / worst_input(price)))
     return int(min(limits) / PROMPT_MARGIN) - 16 - judge_tools(judge) if limits else None
 
 

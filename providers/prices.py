@@ -23,6 +23,10 @@ CACHE_RATIOS: dict[str, tuple[float, float]] = {
     ),  # OpenAI: cached input at (at most) half the input price; no charge to write
 }
 """The cache price ratios providers publish for a family, where the price list has none: (read, write)."""
+WHOLE_FAMILY = ("anthropic",)
+"""Families whose ratios hold for every model under any endpoint, so they also fill the cache prices a config
+leaves out. OpenAI's read ratio is a bound that varies by model, and an ``openai:`` spec may name any compatible
+server, which gives no discount: there a config's input price stands for a read."""
 CACHE_PRICES: tuple[Literal["cache_read", "cache_write"], ...] = ("cache_read", "cache_write")
 """The prices of a prompt token read from and written to the cache, in the order of the ratios."""
 
@@ -63,9 +67,12 @@ def with_cache_ratios(
 def price_of(spec: str, overrides: dict[str, ModelPrice] | None = None) -> ModelPrice | None:
     """Return the price of ``spec``: the config's entry, else genai-prices, else None when nobody knows it."""
     if overrides and spec in overrides:
-        # The config's prices stand as stated; only a cache write it leaves out is estimated (where the family's
-        # costs more than input, as Anthropic's does), so that a cap still counts it at what the provider bills.
-        return with_cache_ratios(spec, overrides[spec], keys=("cache_write",))
+        # The config's prices stand as stated; a cache price it leaves out is estimated from the family's ratio:
+        # a dearer write always (so that a cap counts it at what the provider bills), a read where the ratio
+        # holds for the whole family (Anthropic's; else a read at the input price may charge more, never less).
+        given = overrides[spec]
+        wanted = CACHE_PRICES if family(spec) in WHOLE_FAMILY else ("cache_write",)
+        return with_cache_ratios(spec, given, keys=tuple(k for k in wanted if k not in given))
     parsed = parse_spec(spec)
     if parsed.provider in FREE_PROVIDERS:
         return ModelPrice(input=0.0, output=0.0)
