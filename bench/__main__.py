@@ -15,6 +15,8 @@
   viewer        `debate serve` in headless Chromium: first paint of a 10,000-turn roundtable and a 1,000-debate
                 list against small ones; a live page's delay from a turn's record to its showing
   overhead      the engine's share of a round's wall time (no model request in flight) on a 2 s server
+  ratelimits    4 debates at once against a rate-limited loopback server: throughput at the limit, and the
+                requests wasted on 429s with the shared limiter, without limits, and with one per process
 
 Debates run on DEBATE_MODEL=fake. The 10,000-turn debate (2,500 rounds, about
 4 minutes on 2 cores) is run once and reused by storage, flat_cost and listing;
@@ -50,6 +52,7 @@ NAMES = [
     "waves",
     "viewer",
     "overhead",
+    "ratelimits",
 ]
 
 
@@ -153,6 +156,10 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
         "overhead": (
             "Engine overhead: time with no model request in flight, per round, on a 2 s model",
             lambda: bench("overhead")(folder),
+        ),
+        "ratelimits": (
+            "Rate limits: throughput at the limit; requests wasted on 429s, shared limiter or not",
+            lambda: bench("ratelimits")(),
         ),
     }
     for name in NAMES:

@@ -1,8 +1,9 @@
-"""The one road every model call takes: slot, deadline, retries, fallbacks, parsing, usage, record.
+"""The one road every model call takes: slot, rate limits, deadline, retries, fallbacks, parsing, usage, record.
 
 Debater turns, summaries, the judge, the moderator, evaluators and the
 probe's quiz all ask through :func:`ask` (or :func:`aask`), so each call is
-limited by its run's provider slots, bounded in time, retried, parsed by one
+limited by its run's provider slots and by its model's rate limits (``calls.limits``: every request takes one
+request and its token estimate from the model's buckets before it is sent), bounded in time, retried, parsed by one
 parser, and comes back with every attempt it took: the model that answered,
 what each attempt cost as the provider counted it, and why an attempt was
 thrown away. Charging prices each attempt by its own model.
@@ -13,6 +14,9 @@ here rather than with ``Runnable.with_fallbacks``: that hides which model
 answered and drops the usage of the attempts it discards. Retries are run here
 too, not by the provider's client (``calls.retry``): each request is an
 attempt, counted, charged, held to the cap and to the deadline.
+
+It is one module because the policy, its two drivers and each request's steps (slot, rate limits, deadline,
+classification) share one Request, one Result and one Clock: split, each half would read the other's privates.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Generator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
@@ -33,6 +37,15 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from debate_engine.calls.limits import (
+    Asked,
+    Held,
+    RateLimited,
+    areserve,
+    pause_after,
+    reserve,
+    settle,
+)
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
 from debate_engine.calls.retry import client_timeout, retry_wait
@@ -341,17 +354,18 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
     if runnable is None:
         return _Result(None, "", None, False)
     release = hold(request.run, provider_of(spec), slot_limit(provider_of(spec), request.limit))
-    started, left = time.perf_counter(), clock.left(spec)
-    if left <= 0:
+    held = _rate(request, spec, clock)
+    if not isinstance(held, Held):
         release()
-        return _result(request, spec, structured, _timeout(request), started, sent=False)
+        return _result(request, spec, structured, held, time.perf_counter(), sent=False)
+    started, left = time.perf_counter(), clock.left(spec)
     # The request runs in a helper thread so that the deadline can stop waiting for it; the slot is released
     # when the request is closed (answered, failed, or timed out by its client, which never re-sends it).
     pool = ThreadPoolExecutor(max_workers=1)
     context = contextvars.copy_context()
     prompt = messages(request.system, request.user, spec)
     future = pool.submit(context.run, runnable.invoke, prompt, _config(request))
-    future.add_done_callback(lambda _: release())
+    future.add_done_callback(lambda done: _closed(done, spec, release))
     try:
         out: Any = future.result(timeout=left)
     except FutureTimeout:
@@ -360,7 +374,65 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         out = _provider_failure(exc)
     finally:
         pool.shutdown(wait=False)
-    return _result(request, spec, structured, out, started)
+    return _settled(_result(request, spec, structured, out, started), held)
+
+
+def _asked(request: Request, spec: str) -> Asked:
+    """Return the request as its rate limits see it: its run, its model, and the tokens it counts when sent (its
+    prompt and all it may write, as OpenAI counts them at request time)."""
+    return Asked(request.run, spec, provider_of(spec), lambda: _abandoned(request)["total_tokens"])
+
+
+def _rate(request: Request, spec: str, clock: _Clock) -> Held | BaseException:
+    """Wait until the model's rate limits let the request go, within its deadline; else the error it failed with."""
+    left = clock.left(spec)
+    if left <= 0:
+        return _timeout(request)
+    try:
+        return _in_time(
+            request,
+            spec,
+            clock,
+            reserve(_asked(request, spec), left),
+        )
+    except RateLimited as exc:
+        return exc
+
+
+async def _arate(request: Request, spec: str, clock: _Clock) -> Held | BaseException:
+    """Return the async twin of :func:`_rate`: the wait is cancellable."""
+    left = clock.left(spec)
+    if left <= 0:
+        return _timeout(request)
+    try:
+        return _in_time(
+            request,
+            spec,
+            clock,
+            await areserve(_asked(request, spec), left),
+        )
+    except RateLimited as exc:
+        return exc
+
+
+def _in_time(request: Request, spec: str, clock: _Clock, held: Held) -> Held | BaseException:
+    """Return what the request took, or its timeout when the wait used the whole deadline (it is given back)."""
+    if clock.left(spec) > 0:
+        return held
+    settle(held, None, given_back=True)
+    return _timeout(request)
+
+
+def _closed(done: Future[Any], spec: str, release: Any) -> None:
+    """Close a request sent from a thread: after a 429 its model is paused for every run, then its slot is free."""
+    pause_after(spec, None if done.cancelled() else done.exception())
+    release()
+
+
+def _settled(result: _Result, held: Held) -> _Result:
+    """Settle what the request took from the rate limits to the usage it reported (nothing, when it billed none)."""
+    settle(held, result.attempt["usage"] if result.attempt else None)
+    return result
 
 
 async def aask(request: Request) -> Answer:
@@ -385,9 +457,10 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         runnable = await asyncio.to_thread(_runnable, request, spec, structured, loop_token())
         if runnable is None:
             return _Result(None, "", None, False)
+        held = await _arate(request, spec, clock)
+        if not isinstance(held, Held):
+            return _result(request, spec, structured, held, time.perf_counter(), sent=False)
         started, left = time.perf_counter(), clock.left(spec)
-        if left <= 0:
-            return _result(request, spec, structured, _timeout(request), started, sent=False)
         try:
             prompt = messages(request.system, request.user, spec)
             out: Any = await asyncio.wait_for(runnable.ainvoke(prompt, _config(request)), left)
@@ -395,4 +468,7 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
             out = _timeout(request)
         except Exception as exc:
             out = _provider_failure(exc)
-        return _result(request, spec, structured, out, started)
+        pause_after(
+            spec, out if isinstance(out, BaseException) else None
+        )  # before the slot is free
+        return _settled(_result(request, spec, structured, out, started), held)

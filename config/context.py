@@ -17,6 +17,11 @@ from pydantic import Field
 
 from debate_engine.config.file import MAX_ROUNDS, ConfigError
 
+MAX_VOTES = 99
+"""The most voters an escalate run seats: on a split, each round has ``votes * (votes - 1)`` critiques."""
+DEFAULT_VOTES = 3
+"""The voters of ``debate run --protocol escalate`` without ``--votes``."""
+
 
 def _d(text: str) -> dict[str, str]:
     return {"description": text}
@@ -100,6 +105,22 @@ class Context:
             "model: one)."
         ),
     )
+    rpm: Annotated[float | None, Field(ge=0.001, le=10**9)] = field(
+        default=None,
+        metadata=_d(
+            "Rate limit: most requests per minute to each model the debate calls, shared by every run "
+            "drawing on that model (per rateLimits.periodSeconds when the config file sets it). Empty: "
+            "the config file's rateLimits, else no limit."
+        ),
+    )
+    tpm: Annotated[float | None, Field(ge=0.001, le=10**12)] = field(
+        default=None,
+        metadata=_d(
+            "Rate limit: most tokens per minute to each model the debate calls, each request counted "
+            "as its prompt plus its output allowance until its usage is known. Empty: the config "
+            "file's rateLimits, else no limit."
+        ),
+    )
     timeout_s: Annotated[float | None, Field(ge=0.001, le=86_400)] = field(
         default=None, metadata=_d("Per-call timeout in seconds (default 120).")
     )
@@ -145,6 +166,22 @@ class Context:
     max_cost: Annotated[float | None, Field(ge=1e-9, le=10**9)] = field(
         default=None,
         metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices)."),
+    )
+    votes: Annotated[int | None, Field(ge=1, le=MAX_VOTES)] = field(
+        default=None,
+        metadata=_d(
+            "Vote first (escalate): this many voters (odd), the agents seated in turn, answer "
+            "independently. When all agree (same short answer, else same one-line position) that "
+            "answer is the verdict, with no judge and no debate; otherwise the same voters debate, "
+            "their answers as round 1's proposals. Empty: debate without a vote."
+        ),
+    )
+    window: Annotated[int | None, Field(ge=2, le=MAX_VOTES)] = field(
+        default=None,
+        metadata=_d(
+            "With votes: draw the answers this many at a time (2 to votes) and settle at the first "
+            "window that agrees; escalate when none does. Empty: every answer at once."
+        ),
     )
 
 

@@ -117,6 +117,25 @@ class PriceEntry(_Strict):
     """A prompt token written to the provider's cache; absent: the input price."""
 
 
+class RateLimitEntry(_Strict):
+    """A model's (or a provider's) rate limits: ``rpm`` requests and ``tpm`` tokens (each request's prompt and
+    output allowance, settled to the usage reported) per period."""
+
+    rpm: Real | None = Field(None, gt=0)
+    tpm: Real | None = Field(None, gt=0)
+
+
+class RateLimitsSection(_Strict):
+    """The ``rateLimits`` object: what the provider account allows by model spec and by provider, per
+    ``periodSeconds`` (60, as providers state their limits)."""
+
+    period_seconds: Real = Field(60.0, ge=1, le=86_400, alias="periodSeconds")
+    models: dict[str, RateLimitEntry] = Field(default_factory=dict)
+    providers: dict[Literal["openai", "openrouter", "local", "fake"], RateLimitEntry] = Field(
+        default_factory=dict
+    )
+
+
 class DebateFile(_Strict):
     """A whole config file."""
 
@@ -127,6 +146,7 @@ class DebateFile(_Strict):
     budget: SpendSection = Field(default_factory=lambda: SpendSection())
     prices: dict[str, PriceEntry] = Field(default_factory=dict)
     """Prices per model spec, in US dollars per million tokens: override or add to genai-prices."""
+    rate_limits: RateLimitsSection = Field(default_factory=RateLimitsSection, alias="rateLimits")
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -157,6 +177,8 @@ def _valid_keys(model: type[BaseModel]) -> list[str]:
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel]:
     if loc[0] == "prices" and len(loc) == 3:  # prices.<model spec>.<key>: the spec is no field name
         return PriceEntry
+    if loc[0] == "rateLimits":  # rateLimits.models.<spec>.<key>: the spec is no field name either
+        return RateLimitEntry if len(loc) == 4 else RateLimitsSection
     models: dict[str, type[BaseModel]] = {
         "agents": AgentEntry,
         "judge": AgentEntry,
@@ -242,6 +264,8 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
         problems += [
             p for where, entry in entries if entry is not None for p in _check_entry(where, entry)
         ]
+        for spec in parsed.rate_limits.models:
+            problems += _spec_problems("rateLimits.models", spec)
     if problems or parsed is None:
         raise ConfigError(problems)
     return parsed
@@ -338,6 +362,15 @@ def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _spec_problems(where: str, spec: str) -> list[str]:
+    """Return what is wrong with a model spec (none: it names a model the factory can make)."""
+    try:
+        parse_spec(spec)
+    except ModelConfigError as exc:
+        return [f"{where}: {exc}"]
+    return []
+
+
 def _readable(path: str) -> bool:
     try:
         return os.access(Path(path).expanduser(), os.R_OK)
@@ -350,10 +383,7 @@ def _check_entry(where: str, entry: AgentEntry) -> list[str]:
     for spec in filter(
         None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]
     ):
-        try:
-            parse_spec(spec)
-        except ModelConfigError as exc:
-            problems.append(f"{where}.model: {exc}")
+        problems += _spec_problems(f"{where}.model", spec)
     for name in ("system_prompt_path", "summary_prompt_path"):
         value = getattr(entry, name)
         if value and not _readable(value):

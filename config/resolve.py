@@ -25,7 +25,8 @@ from debate_engine.config.file import (
     DebateSection,
     load_config,
 )
-from debate_engine.config.outcome import outcome_problems, stop_rule
+from debate_engine.config.outcome import escalate_params, outcome_problems, stop_rule, voters
+from debate_engine.config.rate_limits import rate_limits
 from debate_engine.config.roundtable_params import roundtable_params, with_view
 from debate_engine.config.settings import (
     HUMAN_ROLE,
@@ -77,6 +78,8 @@ def resolve(context: Context) -> RunSettings:
         )
         for e in entries
     ]
+    agents, vote_problems = voters(context, agents)
+    problems += vote_problems
     judge = _judge(context, file, debate_summary)
     problems += _check_budgets([*agents, judge]) + _note_problems(context.reply_notes, agents)
     cap = SpendCap(
@@ -106,7 +109,12 @@ def resolve(context: Context) -> RunSettings:
         max_concurrency=context.max_concurrency or debate.max_concurrency or 0,
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),
+        rate_limits=rate_limits(context, file, [*agents, judge]),
     )
+    if context.votes:
+        return RunSettings(
+            **{**settings, "escalate": escalate_params(context.votes, context.window)}
+        )
     if isinstance(context, RoundtableContext):
         params = roundtable_params(context)
         return RunSettings(

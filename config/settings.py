@@ -6,11 +6,13 @@ nodes read them from ``state["settings"]``.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Literal, NotRequired
 
 from typing_extensions import ReadOnly, TypedDict
 
 from debate_engine.calls.ledger import Price, SpendCap
+from debate_engine.calls.limits import RateLimits
 
 Synthesis = Literal["judge", "voting", "merge"]
 """How the outcome is settled."""
@@ -57,6 +59,29 @@ def is_human(profile: AgentProfile) -> bool:
     return profile["role"] == HUMAN_ROLE
 
 
+def seats(agents: list[AgentProfile], k: int) -> list[AgentProfile]:
+    """Return ``k`` seats the agents take in turn; an agent seated more than once gets an id per seat.
+
+    ``kiss`` seated three times is ``kiss-1``, ``kiss-2``, ``kiss-3`` (names ``Kiss 1`` ...): each seat
+    answers, and draws, on its own. Seats of an agent seated once keep its id.
+    """
+    if not agents or k == len(agents):
+        return list(agents)
+    taken = [agents[i % len(agents)] for i in range(k)]
+    times = Counter(a["id"] for a in taken)
+    seen: dict[str, int] = {}
+    out = []
+    for agent in taken:
+        if times[agent["id"]] == 1:
+            out.append(agent)
+            continue
+        seen[agent["id"]] = n = seen.get(agent["id"], 0) + 1
+        out.append(
+            AgentProfile(**{**agent, "id": f"{agent['id']}-{n}", "name": f"{agent['name']} {n}"})
+        )
+    return out
+
+
 def human_id(name: str) -> str:
     """Return the seat id of the person called ``name`` (kept as it is when it already carries the prefix)."""
     return name if name.startswith(HUMAN_PREFIX) else f"{HUMAN_PREFIX}{name}"
@@ -88,12 +113,28 @@ class RunSettings(TypedDict):
     """The spend cap, fixed at setup: a resumed debate continues with what is left."""
     prices: ReadOnly[dict[str, Price]]
     """Price per model spec the debate uses (US dollars per million tokens)."""
+    rate_limits: NotRequired[ReadOnly[RateLimits]]
+    """Requests and tokens per period per model and per provider (``rateLimits``, ``--rpm``, ``--tpm``): every
+    request of the run takes from them before it is sent (``calls.limits``)."""
     briefings: NotRequired[ReadOnly[dict[str, str]]]
     """Notes that enter every perspective at the start of a round, by round (the memory probe)."""
     reply_notes: NotRequired[ReadOnly[dict[str, str]]]
     """Instructions added to the task of every call in a round, by round; never a turn."""
     roundtable: NotRequired[ReadOnly[ProtocolParams]]
     """The roundtable's parameters (its protocol only)."""
+    escalate: NotRequired[ReadOnly[EscalateParams]]
+    """Present: vote first (``--protocol escalate``). The phase debate starts with ``votes`` independent answers
+    (the ``agents`` are its voters) and runs on only when they split; ``protocol`` stays ``phases``, the graph
+    that runs it."""
+
+
+class EscalateParams(TypedDict):
+    """How an ``escalate`` debate votes before it debates."""
+
+    votes: ReadOnly[int]
+    """Voters, odd: each answers once, blind to the others, as a round-1 proposal."""
+    window: ReadOnly[int]
+    """Answers drawn at a time (``votes``: all at once); the first full window that agrees settles the debate."""
 
 
 class ProtocolParams(TypedDict):

@@ -3,6 +3,8 @@
 setup -> [clarify] -> propose -> critique -> refine -> critique -> refine ... -> synthesize,
 with a conditional ``summarize`` before any phase whose speakers' memory is due, and a conditional ``assess``
 (the judge's check of the round) after a refinement when the stop rule is ``convergence`` or ``quality``.
+An escalate debate (``votes`` set) votes instead of proposing: setup -> vote [-> vote ...] -> settle when a
+window of the vote agrees (no judge), else on to critique with the votes as round 1's proposals.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from debate_engine.nodes import (
     summarize_node,
     synthesize,
 )
-from debate_engine.nodes.routes import after_refine, after_setup, after_summarize, route
+from debate_engine.nodes.routes import after_refine, after_setup, after_summarize, after_vote, route
 from debate_engine.nodes.setup import INTAKE, Intake
+from debate_engine.nodes.vote import settle, vote
 
 RECURSION_LIMIT = 100_000
 """Steps a run may take: a 10,000-round debate with a summary before every phase fits."""
@@ -49,6 +52,8 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     builder.add_node("setup", setup, input_schema=ConversationState)
     builder.add_node("clarify", clarify, input_schema=ConversationState)
     builder.add_node("summarize", summarize_node, input_schema=ConversationState)
+    builder.add_node("vote", vote, input_schema=ConversationState)
+    builder.add_node("settle", settle, input_schema=ConversationState)
     builder.add_node("propose", propose, input_schema=ConversationState)
     builder.add_node("critique", critique, input_schema=ConversationState)
     builder.add_node("refine", refine, input_schema=ConversationState)
@@ -58,11 +63,15 @@ def build_graph() -> StateGraph[ConversationState, Context, InputState, OutputSt
     # Where each node may lead: a summary when one is due; the judge early when the spend cap stops the debate.
     builder.add_edge(START, INTAKE)
     builder.add_edge(INTAKE, "setup")
-    builder.add_conditional_edges("setup", after_setup, ["clarify", "summarize", "propose"])
-    builder.add_conditional_edges("clarify", route, ["summarize", "propose", "synthesize"])
+    builder.add_conditional_edges("setup", after_setup, ["clarify", "summarize", "vote", "propose"])
+    builder.add_conditional_edges("clarify", route, ["summarize", "vote", "propose", "synthesize"])
     builder.add_conditional_edges(
-        "summarize", after_summarize, ["propose", "critique", "refine", "synthesize"]
+        "summarize", after_summarize, ["vote", "propose", "critique", "refine", "synthesize"]
     )
+    builder.add_conditional_edges(
+        "vote", after_vote, ["vote", "settle", "summarize", "critique", "refine", "synthesize"]
+    )
+    builder.add_edge("settle", END)
     builder.add_conditional_edges(
         "propose", route, ["summarize", "critique", "refine", "synthesize"]
     )

@@ -14,6 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from debate_engine.config.context import Context
+from debate_engine.config.settings import seats
 from debate_engine.graph.builder import compile_graph
 from debate_engine.graph.state import ConversationState, InputState, OutputState
 from debate_engine.nodes import propose, setup
@@ -43,15 +44,7 @@ def draw(state: SampleState) -> dict[str, Any]:
     if not 1 <= k <= MAX_SAMPLES:
         raise ValueError(f"samples: {k} is out of range; draw 1 to {MAX_SAMPLES} answers")
     update = setup(state)
-    first = update["settings"]["agents"][0]
-    voters = (
-        [first]
-        if k == 1
-        else [
-            {**first, "id": f"{first['id']}-{i}", "name": f"{first['name']} {i}"}
-            for i in range(1, k + 1)
-        ]
-    )
+    voters = seats(update["settings"]["agents"][:1], k)
     update["settings"] = {**update["settings"], "agents": voters, "rounds": 1, "protocol": "sample"}
     update["status"] = {**update["status"], "rounds": 1}
     return update

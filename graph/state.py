@@ -102,6 +102,30 @@ class Vote(TypedDict):
     confidence: int
 
 
+class Ballot(TypedDict):
+    """The vote an ``escalate`` debate starts with, and what it decided (``nodes.escalate``)."""
+
+    votes: int
+    """Voters seated: the vote's k."""
+    window: int
+    """Answers drawn at a time; k when they are all drawn at once."""
+    drawn: int
+    """Answers drawn so far."""
+    split: list[int]
+    """How the drawn answers fall by the agreement key, the largest group first: ``[3]`` is unanimous, ``[2, 1]``
+    a split (an answer that states no position agrees with none)."""
+    outcome: Literal["settled", "escalated", "drawing"]
+    """``settled``: a full window agreed, and its answer is the verdict (no judge, no debate); ``escalated``: every
+    answer drawn and no window agreed, so the voters debated; ``drawing``: the vote was cut short (the spend
+    cap), and the judge synthesized what had been drawn."""
+    settled_by: list[str]
+    """The voters of the window that agreed (empty unless ``settled``)."""
+    key: str | None
+    """The agreement key the window shared (``nodes.positions.key_of``); None unless ``settled``."""
+    mark: str
+    """How the verdict says it: ``settled by a unanimous vote of 3``, ``escalated: split 2-1``."""
+
+
 class VerdictConfidence(TypedDict):
     """How sure the outcome is, and how that was computed."""
 
@@ -129,6 +153,9 @@ class Verdict(TypedDict):
     cruxes: list[str]
     votes: list[Vote]
     confidence: VerdictConfidence
+    ballot: NotRequired[Ballot]
+    """The vote an ``escalate`` debate started with: its split, whether it settled the outcome or escalated to
+    the debate, and its ``mark``; absent in every other debate."""
 
 
 class StopReason(TypedDict):
@@ -181,8 +208,8 @@ class Solution(TypedDict):
     verdict: NotRequired[Verdict]
     """The outcome a user weighs: ``method``, the winning ``position`` and ``answer``, ``agreement`` (the agents
     holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``,
-    a ``confidence`` that says how it was computed, and ``judge_answer`` (the judge's own short answer; None when
-    none was stated or no judge was asked)."""
+    a ``confidence`` that says how it was computed, ``judge_answer`` (the judge's own short answer; None when
+    none was stated or no judge was asked) and, in an ``escalate`` debate, the ``ballot`` it started with."""
 
 
 class Status(TypedDict):

@@ -11,12 +11,12 @@ word for word (case and spacing aside).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+from debate_engine.calls.numbers import plain, whole_number
 from debate_engine.calls.schemas import Bounded, answer_schema, chars_for, percent_field, text_field
 from debate_engine.graph.state import ConversationState, StopReason
 from debate_engine.memory import Turn
@@ -24,8 +24,6 @@ from debate_engine.memory import Turn
 POSITION_KINDS = frozenset({"proposal", "refinement", "message"})
 """The turns that take a position."""
 POSITION_FIELDS = ("position", "reason", "confidence", "answer")
-NUMBER = re.compile(r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?")
-"""An answer that is a number: digits (commas only between groups of three), a decimal point, an exponent."""
 
 
 @lru_cache(maxsize=32)
@@ -61,30 +59,11 @@ def position_of(parsed: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def key_of(position: Mapping[str, Any]) -> str:
     """Return what two positions are compared by: the answer (a number by its exact value), else the one-line position."""
-    answer = " ".join(str(position.get("answer") or "").split()).casefold().rstrip(".")
+    answer = plain(position.get("answer"))
     if answer:
-        return f"answer:{number_key(answer)}" if NUMBER.fullmatch(answer) else f"answer:{answer}"
-    return "position:" + " ".join(str(position.get("position") or "").split()).casefold().rstrip(
-        "."
-    )
-
-
-def number_key(text: str) -> str:
-    """Return a number's exact value as ``DIGITSeEXPONENT``, the same however it is spelled.
-
-    Read digit by digit, never as a float: ``:g`` kept six digits, so 1234567
-    and 1234568 were one answer. Trailing zeros move into the exponent, so
-    ``42``, ``42.0`` and ``4.2e1`` agree; no decimal context rounds a long
-    number or refuses a large exponent.
-    """
-    mantissa, _, exponent = text.replace(",", "").partition("e")
-    whole, _, fraction = mantissa.lstrip("+-").partition(".")
-    digits = (whole + fraction).lstrip("0")
-    if not digits:
-        return "0"  # 0, 0.00 and -0 are one value
-    kept = digits.rstrip("0")
-    power = int(exponent or 0) - len(fraction) + len(digits) - len(kept)
-    return f"{'-' if mantissa.startswith('-') else ''}{kept}e{power}"
+        number = whole_number(answer)
+        return f"answer:{number if number is not None else answer}"
+    return "position:" + plain(position.get("position"))
 
 
 def latest(transcript: list[Turn], before: int | None = None) -> dict[str, Turn]:

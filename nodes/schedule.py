@@ -7,7 +7,7 @@ from typing import Literal
 from debate_engine.config.settings import AgentProfile, RunSettings
 from debate_engine.graph.state import ConversationState
 
-Step = Literal["propose", "critique", "refine", "turn", "moderate", "synthesize", "done"]
+Step = Literal["vote", "propose", "critique", "refine", "turn", "moderate", "synthesize", "done"]
 TABLE_ID = "table"
 """The roundtable's shared perspective: one rolling summary that every speaker is shown."""
 
@@ -15,10 +15,12 @@ TABLE_ID = "table"
 def next_step(state: ConversationState) -> tuple[Step, int]:
     """Return the phase that runs next and its round.
 
-    Round 1 proposes; every round critiques (with two agents or more) and
-    refines; a later round critiques the refinements of the round before.
-    A round that starts with agents who never proposed (added at a fork)
-    starts with their proposals.
+    Round 1 proposes (an escalate debate votes instead: its votes are round
+    1's proposals, and the router after the vote decides whether a debate
+    follows); every round critiques (with two agents or more) and refines; a
+    later round critiques the refinements of the round before. A round that
+    starts with agents who never proposed (added at a fork) starts with their
+    proposals.
     """
     phase, round_no = state["phase"], state["round"]
     many = len(state["settings"]["agents"]) > 1
@@ -27,7 +29,7 @@ def next_step(state: ConversationState) -> tuple[Step, int]:
     if state["settings"].get("protocol") == "roundtable":
         return _next_turn(state)
     if phase in ("setup", "clarify"):
-        return "propose", 1
+        return ("vote" if state["settings"].get("escalate") else "propose"), 1
     if phase == "propose":
         return ("critique" if many else "refine"), round_no
     if phase == "critique":

@@ -6,7 +6,10 @@ own position and reason verbatim. ``voting`` settles the outcome by the count
 (ties broken by the summed confidence, then by a draw seeded by the run);
 ``judge`` lets the judge synthesize with the positions in view; ``merge`` has
 the judge combine the final refinements only. The judge states its own short
-answer beside the count, which may differ from the agents' plurality.
+answer beside the count, which may differ from the agents' plurality. An escalate debate's verdict
+also carries the vote it started with (``ballot``), its mark said beside the confidence: ``settled by a
+unanimous vote of 3`` (the agreeing window's answer wins, whatever the other votes drawn) or ``escalated:
+split 2-1``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from debate_engine.graph.state import ConversationState, Dissent, Verdict, Vote
 from debate_engine.memory import Turn
+from debate_engine.nodes.escalate import ballot_of
 from debate_engine.nodes.positions import key_of, latest
 
 
@@ -46,9 +50,16 @@ def tally(state: ConversationState) -> list[Vote]:
         group["agents"].append(agent)
         group["confidence"] += int(position.get("confidence") or 0)
     seed = run_seed(state, finals)
+    ballot = ballot_of(state)  # a window of the vote agreed: its answer comes first
+    settled = ballot["key"] if ballot else None
     ranked = sorted(
         groups.items(),
-        key=lambda item: (-len(item[1]["agents"]), -item[1]["confidence"], draw(seed, item[0])),
+        key=lambda item: (
+            item[0] != settled,
+            -len(item[1]["agents"]),
+            -item[1]["confidence"],
+            draw(seed, item[0]),
+        ),
     )
     return [group for _, group in ranked]
 
@@ -109,20 +120,23 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     method = state["settings"].get("synthesis", "judge")
     judge_answer = " ".join(str((judged or {}).get("answer") or "").split()) or None
     if not votes:
-        return {
-            "method": method,
-            "position": None,
-            "answer": None,
-            "judge_answer": judge_answer,
-            "agreement": [],
-            "dissent": [],
-            "cruxes": list((judged or {}).get("cruxes") or []),
-            "votes": [],
-            "confidence": {
-                "value": (judged or {}).get("confidence"),
-                "how": "the judge's own (no positions)",
+        return _with_ballot(
+            state,
+            {
+                "method": method,
+                "position": None,
+                "answer": None,
+                "judge_answer": judge_answer,
+                "agreement": [],
+                "dissent": [],
+                "cruxes": list((judged or {}).get("cruxes") or []),
+                "votes": [],
+                "confidence": {
+                    "value": (judged or {}).get("confidence"),
+                    "how": "the judge's own (no positions)",
+                },
             },
-        }
+        )
     win = votes[0]
     held: dict[str, Any] = {agent: turn.get("position") for agent, turn in finals.items()}
     dissent = [
@@ -135,14 +149,30 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     how = f"agreement: {len(win['agents'])} of {len(finals)} agents hold the position"
     if judge_confidence is not None:
         how += f"; the judge's own: {judge_confidence}"
+    return _with_ballot(
+        state,
+        {
+            "method": method,
+            "position": win["position"],
+            "answer": win["answer"] or None,
+            "judge_answer": judge_answer,
+            "agreement": win["agents"],
+            "dissent": dissent,
+            "cruxes": list((judged or {}).get("cruxes") or []),
+            "votes": votes,
+            "confidence": {"value": share, "judge": judge_confidence, "how": how},
+        },
+    )
+
+
+def _with_ballot(state: ConversationState, outcome: Verdict) -> Verdict:
+    """Return the verdict with the vote an escalate debate started with, its mark said beside the confidence."""
+    ballot = ballot_of(state)
+    if ballot is None:
+        return outcome
+    confidence = outcome["confidence"]
     return {
-        "method": method,
-        "position": win["position"],
-        "answer": win["answer"] or None,
-        "judge_answer": judge_answer,
-        "agreement": win["agents"],
-        "dissent": dissent,
-        "cruxes": list((judged or {}).get("cruxes") or []),
-        "votes": votes,
-        "confidence": {"value": share, "judge": judge_confidence, "how": how},
+        **outcome,
+        "ballot": ballot,
+        "confidence": {**confidence, "how": f"{confidence['how']}; {ballot['mark']}"},
     }

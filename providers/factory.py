@@ -110,7 +110,8 @@ FAKE_PARAMS = (
 FAKE_USAGE = (
     "use words=N, latency_ms=N, summary_latency_ms=N, structured=false, grammar=false, "
     "fail=transport|invalid|summaries, "
-    "solve=P or conform=C (P and C between 0 and 1)"
+    "solve=P or conform=C (P and C between 0 and 1; per question, solve=A-B draws P from a range "
+    "and solve=A/B/... among values)"
 )
 
 
@@ -130,7 +131,12 @@ def _fake_params(rest: str) -> dict[str, str]:
             )
         if key in ("structured", "grammar") and value.lower() not in ("true", "false"):
             raise ModelConfigError(f"fake model parameter {item!r}: {key} must be true or false")
-        if key in ("solve", "conform") and not _probability(value):
+        if key == "solve" and not all(map(_probability, solve_values(value))):
+            raise ModelConfigError(
+                f"fake model parameter {item!r}: solve must be a probability between 0 and 1, a "
+                "range A-B of them (A <= B) or values A/B/..."
+            )
+        if key == "conform" and not _probability(value):
             raise ModelConfigError(
                 f"fake model parameter {item!r}: {key} must be a probability between 0 and 1"
             )
@@ -142,11 +148,25 @@ def _fake_params(rest: str) -> dict[str, str]:
     return params
 
 
+def solve_values(value: str) -> list[str]:
+    """Return ``solve``'s probabilities: one, a range's two ends (``A-B``, in order) or the values ``A/B/...``."""
+    low, dash, high = value.partition("-")
+    if dash and not _probability(value):  # 1e-3 is one probability
+        ordered = _probability(low) and _probability(high) and float(low) <= float(high)
+        return [low, high] if ordered else [""]
+    return value.split("/")
+
+
 def _probability(value: str) -> bool:
     try:
         return 0.0 <= float(value) <= 1.0
     except ValueError:
         return False
+
+
+def _solve(params: dict[str, str]) -> list[float]:
+    """Return the fake's solve probabilities as its spec gives them (none: it is not the population)."""
+    return [float(v) for v in solve_values(params["solve"])] if "solve" in params else []
 
 
 def spec_from_config(model: str | None, provider: str | None) -> str | None:
@@ -203,7 +223,9 @@ def _build(
             summary_latency_ms=int(p.get("summary_latency_ms", 0)),
             structured=p.get("structured", "true").lower() != "false",
             fail=p.get("fail"),
-            solve=float(p["solve"]) if "solve" in p else None,
+            solve=(sum(spread) / len(spread)) if (spread := _solve(p)) else None,
+            difficulty=tuple(spread) if len(spread) > 1 else (),
+            mixture="/" in p.get("solve", ""),
             conform=float(p.get("conform", 0)),
             grammar=p.get("grammar", "true").lower() != "false",
         )

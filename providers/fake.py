@@ -12,6 +12,12 @@ a plurality is a majority and the binomial formula applies; shown other
 agents' answers, it takes their majority's with probability ``conform``.
 Each draw is seeded by the run's thread, the agent and the question, so a
 resumed run draws the same and every voter draws on its own.
+
+Tasks may differ in difficulty: ``solve=A-B`` draws each question's solve
+probability uniformly from A to B, ``solve=A/B/...`` picks it among the values
+given, each as likely; the draw is seeded by the question alone, so every
+voter and every protocol meets the same question at the same difficulty, and
+k voters agree with probability ``p^k + (1-p)^k`` on it.
 """
 
 from __future__ import annotations
@@ -98,6 +104,11 @@ class FakeChatModel(BaseChatModel):
     calls: int = 0
     solve: float | None = None
     """Probability of the right answer on an arithmetic problem; None: reply from the prompt's words."""
+    difficulty: tuple[float, ...] = ()
+    """Per question, the solve probability is drawn (seeded by the question) from these: two values are a range
+    (``solve=A-B``, uniform), more or a ``mixture`` are the values themselves; empty: ``solve`` for every one."""
+    mixture: bool = False
+    """``difficulty`` lists the values to pick among (``solve=A/B/...``), not a range's ends."""
     conform: float = 0.0
     """Probability of taking the other agents' majority answer when a position turn shows one."""
     grammar: bool = True
@@ -178,7 +189,8 @@ class FakeChatModel(BaseChatModel):
         right = evaluate(expression)
         own, others = stated_answers(prompt, me)
         if own is None:
-            own = right if _seed(seed + "|solve").random() < float(self.solve or 0) else right + 1
+            p = self.solve_probability(expression)
+            own = right if _seed(seed + "|solve").random() < p else right + 1
         crowd = Counter(others).most_common(2)
         held = (
             answering
@@ -189,6 +201,16 @@ class FakeChatModel(BaseChatModel):
         if held and _seed(f"{seed}|conform|{prompt}").random() < self.conform:
             return crowd[0][0]
         return own
+
+    def solve_probability(self, expression: str) -> float:
+        """Return the probability of the right answer on this question: its difficulty, drawn by the question."""
+        if not self.difficulty:
+            return float(self.solve or 0)
+        rng = _seed("difficulty|" + "".join(expression.split()))
+        if self.mixture:
+            return rng.choice(self.difficulty)
+        low, high = self.difficulty
+        return low + (high - low) * rng.random()
 
     def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any

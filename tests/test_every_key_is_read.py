@@ -22,6 +22,8 @@ from debate_engine.config.file import (
     DebateFile,
     DebateSection,
     PriceEntry,
+    RateLimitEntry,
+    RateLimitsSection,
     SpendSection,
     Termination,
 )
@@ -68,6 +70,12 @@ DEBATE = {
 TERMINATION = {"type": "convergence", "threshold": 7.0, "minRound": 3}
 SPEND = {"maxTokens": 10**9, "maxCost": 5.0}
 PRICE = {"input": 1.0, "output": 2.0, "cacheRead": 0.5, "cacheWrite": 1.5}
+RATE_LIMIT = {"rpm": 60, "tpm": 90_000}
+RATE_LIMITS = {
+    "periodSeconds": 1,
+    "models": {"fake": RATE_LIMIT},
+    "providers": {"fake": RATE_LIMIT},
+}
 SUMMARIZATION = {
     "enabled": False,
     "threshold": 111,
@@ -100,6 +108,8 @@ CONTEXT = {
     "context_window": 4096,
     "max_output_tokens": 300,
     "max_concurrency": 3,
+    "rpm": 30.0,
+    "tpm": 5000.0,
     "timeout_s": 7.0,
     "max_tokens": 10**9,
     "briefings": {"1": "Note."},
@@ -107,6 +117,8 @@ CONTEXT = {
     "stop_rule": "convergence",
     "synthesis_method": "merge",
     "max_cost": 9.0,
+    "votes": 3,
+    "window": 2,
 }
 ROUNDTABLE = {
     "turns": 7,
@@ -130,6 +142,8 @@ def keys(model: type[BaseModel]) -> set[str]:
         (Termination, TERMINATION),
         (SpendSection, SPEND),
         (PriceEntry, PRICE),
+        (RateLimitEntry, RATE_LIMIT),
+        (RateLimitsSection, RATE_LIMITS),
         (SummarizationSettings, SUMMARIZATION),
     ],
 )
@@ -137,7 +151,15 @@ def test_every_config_key_has_a_row(model: type[BaseModel], rows: dict[str, Any]
     assert keys(model) == set(rows), (
         f"{model.__name__}: add a row for each new key, or drop a removed one"
     )
-    assert keys(DebateFile) == {"agents", "judge", "debate", "evaluators", "budget", "prices"}
+    assert keys(DebateFile) == {
+        "agents",
+        "judge",
+        "debate",
+        "evaluators",
+        "budget",
+        "prices",
+        "rateLimits",
+    }
 
 
 def test_every_context_field_has_a_row() -> None:
@@ -202,6 +224,15 @@ def test_each_key_of_a_nested_section_changes_the_settings_or_is_refused(
                 "debate": {**BASE["debate"], section: {"type": "convergence", key: value}},
             }
         assert changed(tmp_path, doc), f"{section}.{key}"
+
+
+def test_each_rate_limit_key_changes_the_settings(tmp_path: Path) -> None:
+    for key, value in RATE_LIMITS.items():
+        assert changed(tmp_path, {**BASE, "rateLimits": {key: value}}), f"rateLimits.{key}"
+    for key, value in RATE_LIMIT.items():
+        for kind in ("models", "providers"):
+            doc = {**BASE, "rateLimits": {kind: {"fake": {key: value}}}}
+            assert changed(tmp_path, doc), f"rateLimits.{kind}.fake.{key}"
 
 
 def test_a_price_and_the_judge_change_the_settings(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from langgraph.types import Command
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli.run import checked_context
+from debate_engine.app.cli.run_context import checked_context
 from debate_engine.config.resolve import ConfigError, resolve
 
 

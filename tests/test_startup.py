@@ -21,7 +21,7 @@ import ssl, sys
 loads = []
 load = ssl.SSLContext.load_verify_locations
 ssl.SSLContext.load_verify_locations = lambda self, *a, **k: (loads.append(1), load(self, *a, **k))[1]
-from debate_engine.app.cli.run import context_from_args
+from debate_engine.app.cli.run_context import context_from_args
 from debate_engine.app.cli.main import _parser
 from debate_engine.app.cli.runner import graph_for
 from debate_engine.providers.factory import chat_model

@@ -14,7 +14,8 @@ from debate_engine.app.cli.exit_codes import (
     UserError,
 )
 from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, db_of, load_env_file
-from debate_engine.app.cli.run import add_run_options, context_from_args, people
+from debate_engine.app.cli.run import add_run_options
+from debate_engine.app.cli.run_context import context_from_args, people
 from debate_engine.app.measure.compare.protocols import parse_budget, parse_protocols
 from debate_engine.providers.secrets import redact
 
@@ -114,10 +115,8 @@ def _add_vote_size(cmd: argparse.ArgumentParser) -> None:
 
 def _add_caps(cmd: argparse.ArgumentParser) -> None:
     """``--max-tokens`` and ``--max-cost``: both cap the whole comparison, never one run."""
-    after = (
-        "no run starts once it is spent, each run is capped by what is left, and a run it stops "
-    )
-    after += "is left out, never scored"
+    after = "each request of each run goes when its worst case fits what is left, "
+    after += "and a run it refuses a request of is left out, never scored"
     cmd.add_argument(
         "--max-tokens",
         type=int,
@@ -147,13 +146,19 @@ def main(args: argparse.Namespace) -> int:
     _check_queue(args)
     tasks = load_tasks(args.tasks)
     check_outputs(args)
-    context = context_from_args(argparse.Namespace(**{**vars(args), "turns": None}))
+    context = context_from_args(_runs(args, turns=None))
     if seated := people(context):
         raise UserError(
             f"--agents: a person ({', '.join(seated)}) cannot sit at a comparison of hundreds of runs; "
             "compare models, and seat persons in `debate run --human NAME`"
         )
     roundtable = _roundtable(args, context) if "roundtable" in names else None
+    if args.max_cost is not None:  # a cost cap needs the price of every model the runs may call
+        from debate_engine.app.measure.compare.gate import gated_settings  # start-up: langchain
+
+        for run_context in (context, roundtable):
+            if run_context is not None:
+                gated_settings(run_context, priced=True)
     from debate_engine.app.measure.compare.queued import QueuedRunFailed  # start-up: langgraph
     from debate_engine.app.measure.compare.session import (  # start-up: langgraph
         comparison_id,
@@ -202,16 +207,15 @@ def _roundtable(args: argparse.Namespace, context: Any) -> Any:
         args.turns if args.turns is not None else TURNS_PER_AGENT * len(resolve(context)["agents"])
     )
     return context_from_args(
-        argparse.Namespace(
-            **{
-                **vars(args),
-                "protocol": "roundtable",
-                "turns": turns,
-                "order": None,
-                "summary_every": None,
-            }
-        )
+        _runs(args, protocol="roundtable", turns=turns, order=None, summary_every=None)
     )
+
+
+def _runs(args: argparse.Namespace, **changes: Any) -> argparse.Namespace:
+    """Return the options as a run of the comparison takes them: ``--max-tokens`` and ``--max-cost`` cap the
+    whole comparison, request by request at its gate, never a run (a run would have to pay its judge's
+    whole share out of them, however little it spends)."""
+    return argparse.Namespace(**{**vars(args), **changes, "max_tokens": None, "max_cost": None})
 
 
 def _stopped(args: argparse.Namespace, signum: int, name: str) -> int:

@@ -12,7 +12,8 @@ from typing import Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, add_env_file, db_of, load_env_file
-from debate_engine.app.cli.run import add_run_options, context_from_args, problem_of
+from debate_engine.app.cli.run import add_run_options
+from debate_engine.app.cli.run_context import context_from_args, problem_of
 from debate_engine.app.store.thread_ids import check_thread_id
 
 DESCRIPTION = """Run a debate with made-up facts planted in it, then measure where each fact survives: in each

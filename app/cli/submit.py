@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import add_db, db_of
-from debate_engine.app.cli.run import (
-    add_run_options,
+from debate_engine.app.cli.run import add_run_options
+from debate_engine.app.cli.run_context import (
     checked_context,
     context_fields,
     context_from_args,

@@ -310,10 +310,7 @@ def accuracy_chart(summaries: list[ProtocolFigures]) -> Chart:
 
 
 def _reach(summary: ProtocolFigures) -> list[list[float]]:
-    """Return how far the interval reaches below and above the accuracy, never less than nothing.
-
-    The interval counts tasks and the accuracy runs, so the accuracy can sit just outside it.
-    """
+    """Return how far the interval reaches below and above the accuracy, never less than nothing."""
     low, high = summary["interval"]
     return [[max(0.0, summary["accuracy"] - low)], [max(0.0, high - summary["accuracy"])]]
 

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from debate_engine.app.cli.run import checked_context
+from debate_engine.app.cli.run_context import checked_context
 from debate_engine.app.cli.runner import graph_for, protocol_of
 from debate_engine.app.store.forking import (
     Changes,

@@ -106,10 +106,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         fault = owner._next_fault(body.get("model") if isinstance(body, dict) else None)
-        owner._record(self.path, {k.lower(): v for k, v in self.headers.items()}, body, fault)
+        # a limited server's rate limits (tests/support/limited_server.py), at arrival: the headers of its 429
+        refused = owner.admit(body) if fault is None and isinstance(body, dict) else None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        owner._record(self.path, headers, body, fault or (None if refused is None else "429"))
         opened = owner._open(self.connection, hangs=fault == "hang")
         try:
-            self._answer(owner, body, fault)
+            if refused is None:
+                self._answer(owner, body, fault)
+            else:
+                self._error(429, "Rate limit reached.", "rate_limit_exceeded", refused)
         finally:
             owner._close(opened)
 
@@ -251,6 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
             usage["prompt_tokens_details"] = cached.details
         with owner._lock:
             owner._usage += usage["total_tokens"]
+        owner.on_answer(body, usage)
         head = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "created": int(time.time())}
         head["model"] = body.get("model", owner.model)
         if body.get("stream"):
@@ -394,6 +401,13 @@ class OpenAIServer:
         """Sum of `total_tokens` this server reported across its successful replies."""
         with self._lock:
             return self._usage
+
+    def admit(self, body: dict[str, Any]) -> dict[str, str] | None:
+        """Return the headers of a 429 refusing this chat request, or None to answer it (no limit here)."""
+        return None
+
+    def on_answer(self, body: dict[str, Any], usage: dict[str, Any]) -> None:
+        """Hear what an answered chat request used (a limited server settles its tokens)."""
 
     def _open(self, connection: socket.socket, hangs: bool) -> int:
         """Count a request open, after closing the hanging ones whose client has hung up already.

@@ -5,9 +5,9 @@ debate database, driven like ``debate run`` drives one debate; a finished thread
 is read back, never run again, so the same command (or ``--resume``) after a
 Ctrl-C continues where it stopped. Runs go concurrently, ``jobs`` at a time; with
 ``--queue`` they go to the workers instead (``queued.py``). The spend caps
-(``--max-tokens``, ``--max-cost``) cover the whole comparison: once one is
-spent no run starts, and a run one stopped is never scored (a later command
-with a larger cap starts it again).
+(``--max-tokens``, ``--max-cost``) cover the whole comparison and hold each
+request of each run (``gate.py``): a run is left out only when a request of
+it was refused, and never scored (a later command with a larger cap resumes it).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 
 from debate_engine.app.cli.progress import Progress
 from debate_engine.app.cli.runner import drive, ended
+from debate_engine.app.measure.compare.gate import Refused, RunGate, SpendGate, gated_settings
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task, is_correct, normalise
 from debate_engine.config.context import context_dict
-from debate_engine.config.file import ConfigError
+from debate_engine.config.settings import RunSettings
 
 CAPS = {"max_tokens": ("tokens", "--max-tokens"), "max_cost": ("cost", "--max-cost")}
 """The comparison's spend caps by their field (here and in a run's context): what each limits, and
@@ -45,10 +46,18 @@ class Comparison:
     spent: dict[str, float] = field(default_factory=lambda: {"tokens": 0, "cost": 0.0})
     """Everything this process's runs spent, the runs a cap stopped (and never scored) included."""
     stopped: str | None = None
-    """What stopped runs: the flag of the cap nearest spent, or ``budget`` for a run's own cap (the
-    config file's)."""
+    """What stopped runs: the flag of the cap that refused a request, or ``budget`` for a run's own cap
+    (the config file's)."""
     queue: Any = None
     """With ``--queue``: the opened job queue, whose ``debate worker``s run the runs instead of this process."""
+    gate: SpendGate | None = field(default=None, init=False)
+    """Under a cap: what every request of every run passes (``gate.py``)."""
+
+    def __post_init__(self) -> None:
+        if self.capped:
+            self.gate = SpendGate(
+                {CAPS[key][0]: limit for key, limit in self.limits().items()}, self.spent
+            )
 
     def thread(self, protocol: Protocol, task: Task, seed: int) -> str:
         """Return the run's thread id: the same run always lands on the same thread."""
@@ -102,10 +111,12 @@ async def run_protocol(
     # Under a cap the runs go one at a time: each may spend all that is left, and none spends another's share.
     gate = asyncio.Semaphore(1 if comparison.capped else comparison.jobs)
     total, done = len(tasks) * seeds, [0]
+    priced = comparison.max_cost is not None
+    settings = gated_settings(protocol.context, priced) if comparison.capped else None
 
     async def one(task: Task, seed: int) -> dict[str, Any] | None:
         async with gate:
-            record = await run_one(comparison, protocol, task, seed)
+            record = await run_one(comparison, protocol, task, seed, settings)
         if record is not None:
             done[0] += 1
             show_progress(comparison, protocol, done[0], total)
@@ -116,9 +127,16 @@ async def run_protocol(
 
 
 async def run_one(
-    comparison: Comparison, protocol: Protocol, task: Task, seed: int
+    comparison: Comparison,
+    protocol: Protocol,
+    task: Task,
+    seed: int,
+    settings: RunSettings | None = None,
 ) -> dict[str, Any] | None:
-    """One run: read back when scored, else start or resume it; None when a spend cap stopped it."""
+    """One run: read back when scored, else start or resume it; None when a spend cap cut it.
+
+    ``settings`` are the run's as the comparison's gate prices its requests (under a cap).
+    """
     graph = comparison.graphs[protocol.graph]
     thread = comparison.thread(protocol, task, seed)
     config: Any = {"configurable": {"thread_id": thread}}
@@ -127,23 +145,47 @@ async def run_one(
         # killed after the judge's writes and before the last checkpoint: write it (no model is asked)
         snapshot = await drive(graph, None, config, None, Progress(quiet=True))
     if not scored(snapshot.values):
-        context = _capped(comparison, protocol.context)
-        if context is None:
-            return None
-        payload = _start(protocol, task, context, snapshot.values)
-        try:
-            snapshot = await drive(graph, payload, config, context, Progress(quiet=True))
-        except ConfigError:  # what is left cannot pay even for the judge: the cap is spent
-            comparison.stopped = comparison.nearest_spent()
-            return None
-        if not scored(snapshot.values):
-            # the cap stopped it: what it spent is spent, but nothing is scored
-            _charge(comparison, snapshot.values)
-            comparison.stopped = comparison.nearest_spent()
-            return None
+        return await _run(comparison, protocol, task, seed, snapshot.values, settings)
     record = record_of(protocol, task, seed, thread, snapshot.values)
     _charge(comparison, snapshot.values)
     return record
+
+
+async def _run(
+    comparison: Comparison,
+    protocol: Protocol,
+    task: Task,
+    seed: int,
+    values: dict[str, Any],
+    settings: RunSettings | None,
+) -> dict[str, Any] | None:
+    """Start or resume a run, its requests at the comparison's gate; None when a cap cut it."""
+    graph, thread = comparison.graphs[protocol.graph], comparison.thread(protocol, task, seed)
+    config: Any = {"configurable": {"thread_id": thread}}
+    # The comparison's caps are held request by request at its gate, never as a run's own cap.
+    context = dataclasses.replace(protocol.context, max_tokens=None, max_cost=None)
+    payload = _start(protocol, task, context, values)
+    before = dict(comparison.spent)
+    if payload is None:  # resumed: what it spent before counts against the caps
+        _charge(comparison, values)
+    gate = comparison.gate
+    if gate is not None and settings is not None:
+        if any(left <= 0 for left in gate.left().values()):
+            comparison.stopped = comparison.nearest_spent()
+            return None
+        config["callbacks"] = [RunGate(gate, settings)]
+    try:
+        snapshot = await drive(graph, payload, config, context, Progress(quiet=True))
+    except Refused as refused:
+        # cut: what its finished requests spent is spent (the state lacks those of the phase it was cut in)
+        _settle(comparison, before, (await graph.aget_state(config)).values, cut=True)
+        comparison.stopped = refused.refusal.flag
+        return None
+    _settle(comparison, before, snapshot.values, cut=False)
+    if not scored(snapshot.values):
+        comparison.stopped = comparison.nearest_spent()  # a run's own cap (the config's) stopped it
+        return None
+    return record_of(protocol, task, seed, thread, snapshot.values)
 
 
 def _start(
@@ -168,23 +210,18 @@ def _charge(comparison: Comparison, values: dict[str, Any]) -> None:
     comparison.spent["cost"] += cost
 
 
-def _capped(comparison: Comparison, context: Any) -> Any:
-    """Return the run's settings capped by what the comparison's caps have left (None: no run starts now).
+def _settle(
+    comparison: Comparison, before: dict[str, float], values: dict[str, Any], cut: bool
+) -> None:
+    """Count a run by its record once it ends: what it spent replaces what its requests settled at the gate.
 
-    Once a cap has stopped a run, none starts: each would get less than the one stopped, and a
-    debate stopped at once still pays its judge for nothing that is scored.
+    A run that was cut keeps the larger of the two: the requests that ended in the phase it was cut in are
+    in no record yet.
     """
-    left = comparison.left()
-    if left and comparison.stopped:
-        return None
-    if any(value <= 0 for value in left.values()):
-        comparison.stopped = comparison.nearest_spent()
-        return None
-    if "max_tokens" in left:
-        context = dataclasses.replace(context, max_tokens=int(left["max_tokens"]))
-    if "max_cost" in left:
-        context = dataclasses.replace(context, max_cost=left["max_cost"])
-    return context
+    tokens, cost = spend_of(values)
+    for key, value in (("tokens", tokens), ("cost", cost)):
+        recorded = before[key] + value
+        comparison.spent[key] = max(comparison.spent[key], recorded) if cut else recorded
 
 
 def spend_of(values: dict[str, Any]) -> tuple[int, float]:
@@ -233,7 +270,14 @@ def record_of(
         "wall_s": round(float(status.get("updated_at", 0) - status.get("started_at", 0)), 3),
         "flips": [[is_correct(task, first[a]), is_correct(task, final[a])] for a in sorted(final)],
         "consensus": len(final) == agents > 0 and len(answers) == 1 and None not in answers,
+        "escalated": escalated(values),
     }
+
+
+def escalated(values: dict[str, Any]) -> bool | None:
+    """Return whether an escalate run's vote split, so that its voters debated; None for any other protocol."""
+    ballot = ((values.get("solution") or {}).get("verdict") or {}).get("ballot")
+    return None if ballot is None else ballot["outcome"] != "settled"
 
 
 def show_progress(comparison: Comparison, protocol: Protocol, done: int, total: int) -> None:

@@ -9,10 +9,11 @@ from typing import Any
 
 from debate_engine.app.cli.exit_codes import UserError
 
-PROTOCOLS = ("single", "vote", "debate", "debate-vote", "roundtable")
+PROTOCOLS = ("single", "vote", "debate", "debate-vote", "roundtable", "escalate")
 """``single``: one answer; ``vote``: k answers, the majority wins; ``debate``: the phase debate and its judge;
 ``debate-vote``: the same debate settled by the agents' final positions (``synthesisMethod: voting``);
-``roundtable``: the turn-taking debate of N turns and its judge."""
+``roundtable``: the turn-taking debate of N turns and its judge; ``escalate``: the vote's k answers, settled
+when all agree, else debated by the same k voters and judged."""
 SAMPLED = ("single", "vote")
 DEFAULT_VOTES = 5
 MAX_VOTES = 999
@@ -50,11 +51,24 @@ def protocol(
 ) -> Protocol:
     """Return the protocol ``name`` on the run's settings: samples use one agent, the debates every configured one.
 
+    ``escalate`` seats the vote's ``votes`` copies of the sample agent, as ``vote`` does: its vote is the vote's.
+
     ``roundtable`` is the roundtable's own settings (the run's, with its turns); its label carries the turns,
     so a comparison rerun with other ``--turns`` runs new threads instead of reading back the old ones.
     """
     if name == "roundtable":
         return Protocol(name, f"roundtable-{roundtable.turns}", "roundtable", roundtable)
+    if name == "escalate":
+        if votes % 2 == 0:
+            raise UserError(
+                f"--votes {votes}: escalate needs an odd vote (an even one can tie); give an odd k"
+            )
+        return Protocol(
+            name,
+            f"escalate-{votes}",
+            "debate",
+            dataclasses.replace(context, agents=sample_agent, votes=votes),
+        )
     if name in SAMPLED:
         k = 1 if name == "single" else votes
         return Protocol(

@@ -9,7 +9,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.app.measure.compare import stats
 
-MULTI_TURN = ("debate", "debate-vote", "roundtable")
+MULTI_TURN = ("escalate", "debate", "debate-vote", "roundtable")
 """The protocols whose agents answer more than once: the only ones with flips."""
 
 
@@ -34,6 +34,8 @@ class ProtocolFigures(TypedDict):
     flips: NotRequired[dict[str, int]]
     """The multi-turn protocols' flip matrix and confidently wrong consensus."""
     confidently_wrong_consensus: NotRequired[float]
+    escalated: NotRequired[dict[str, Any]]
+    """``escalate``: the share of its runs whose vote split and went on to the debate, with its 95% interval."""
 
 
 def summarise(
@@ -48,9 +50,9 @@ def summarise(
     ``planned`` is the runs asked for (tasks times seeds): those a spend cap stopped or never
     started are left out, never scored, and counted as such.
     """
-    correct = [bool(r["correct"]) for r in runs]
+    correct, tasks = [bool(r["correct"]) for r in runs], [str(r["task"]) for r in runs]
     hits, tokens, cost = sum(correct), sum(r["tokens"] for r in runs), sum(r["cost"] for r in runs)
-    low, high = stats.accuracy_interval(correct, [str(r["task"]) for r in runs])
+    low, high = stats.accuracy_interval(correct, tasks)
     n = len(runs) or 1
     found: ProtocolFigures = {
         "protocol": protocol,
@@ -58,7 +60,7 @@ def summarise(
         "runs": len(runs),
         "correct": hits,
         "left_out": max(0, (planned or len(runs)) - len(runs)),
-        "accuracy": stats.accuracy(correct),
+        "accuracy": stats.accuracy(correct, tasks),
         "interval": [low, high],
         "tokens_per_task": tokens / n,
         "cost_per_task": cost / n,
@@ -66,6 +68,12 @@ def summarise(
         "cost_per_correct": stats.per_correct(cost, hits),
         "wall_s_per_task": sum(r["wall_s"] for r in runs) / n,
     }
+    if protocol == "escalate":
+        split = [bool(r.get("escalated")) for r in runs]
+        found["escalated"] = {
+            "share": stats.accuracy(split, tasks),
+            "interval": list(stats.accuracy_interval(split, tasks)),
+        }
     if baseline is not None:
         found["vs_vote"] = versus(runs, baseline)
     if protocol in MULTI_TURN:
@@ -132,7 +140,7 @@ def _row(summary: ProtocolFigures) -> str:
     flips = summary.get("flips")
     consensus = summary.get("confidently_wrong_consensus")
     cells = [
-        summary["label"],
+        summary["label"] + _escalated(summary.get("escalated")),
         _accuracy(summary),
         _count(summary["tokens_per_task"]),
         _money(summary["cost_per_task"]),
@@ -144,6 +152,14 @@ def _row(summary: ProtocolFigures) -> str:
         "-" if consensus is None else f"{consensus:.3f}",
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _escalated(found: dict[str, Any] | None) -> str:
+    """`` (0.720 escalated, 0.628-0.796)``: the share of escalate's runs that went on to the debate."""
+    if not found:
+        return ""
+    low, high = found["interval"]
+    return f" ({found['share']:.3f} escalated, {low:.3f}-{high:.3f})"
 
 
 def _accuracy(summary: ProtocolFigures) -> str:

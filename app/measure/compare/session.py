@@ -18,17 +18,17 @@ from debate_engine.app.cli.outputs import db_of
 from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.compare import results
 from debate_engine.app.measure.compare.execute import Comparison, run_protocol
+from debate_engine.app.measure.compare.gate import Refusal, gated_settings
 from debate_engine.app.measure.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
 from debate_engine.app.measure.compare.queued import run_protocol_queued, submit_protocol
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.app.reports.charts import accuracy_svg
 from debate_engine.app.store.database import athread_lock, open_checkpointer, thread_ids
-from debate_engine.config.resolve import resolve
 from debate_engine.providers.factory import provider_of
 from debate_engine.providers.secrets import redact
 
-ORDER = ("single", "debate", "debate-vote", "roundtable", "vote")
-"""Run order: the vote is sized last, from what single and the debate spent."""
+ORDER = ("single", "debate", "debate-vote", "roundtable", "vote", "escalate")
+"""Run order: the vote is sized last, from what single and the debate spent; escalate votes with its k."""
 
 
 def comparison_id(tasks: list[Task], context: Any) -> str:
@@ -116,6 +116,8 @@ async def _run_all(
         if key == "vote":
             votes, sized = _votes(args, budget, runs)
             notes.append(sized)
+        if key == "escalate":
+            votes = runs["vote"][0].samples if "vote" in runs else args.votes or DEFAULT_VOTES
         chosen = protocol(key, context, sample_agent(args), votes, roundtable)
         run = (
             run_protocol if comparison.queue is None else run_protocol_queued
@@ -131,7 +133,7 @@ def default_jobs(context: Any) -> int:
     named by the config file or picked by default (no API key: the embedded model) counts as one
     given with ``--model``.
     """
-    settings = resolve(context)
+    settings = gated_settings(context, priced=False)  # the comparison's caps are not a run's
     models = [
         m
         for p in (*settings["agents"], settings["judge"])
@@ -164,7 +166,7 @@ async def _submit_early(
 
     The vote waits when its k is sized from single's and the debate's tokens.
     """
-    ready = [key for key in names if key != "vote" or args.votes is not None]
+    ready = [key for key in names if key not in ("vote", "escalate") or args.votes is not None]
     for key in sorted(ready, key=ORDER.index):
         chosen = protocol(key, context, sample_agent(args), args.votes or 1, roundtable)
         await submit_protocol(comparison, chosen, tasks, args.seeds)
@@ -251,7 +253,8 @@ def _write(
     ]
     left_out = sum(s["left_out"] for s in summaries)
     if comparison.stopped or left_out:
-        notes.append(_stopped_line(args, comparison.stopped, left_out))
+        refused = comparison.gate.refused if comparison.gate else None
+        notes.append(_stopped_line(args, comparison.stopped, left_out, refused))
     table = results.markdown(
         summaries, f"Comparison {comparison.name}: {n_tasks} tasks x {args.seeds} seeds", notes
     )
@@ -275,23 +278,38 @@ def _write(
     return EXIT_OK
 
 
-def _stopped_line(args: argparse.Namespace, stopped: str | None, left_out: int) -> str:
-    """Return what stopped the runs left out, named by its flag, and how to finish them."""
+def _stopped_line(
+    args: argparse.Namespace, stopped: str | None, left_out: int, refused: Refusal | None
+) -> str:
+    """Return what stopped the runs left out, named by its flag: what was spent and what the refused request
+    needed; and how to finish them."""
     caps = {
         "--max-tokens": f"the --max-tokens of {args.max_tokens or 0:,} tokens",
         "--max-cost": f"the --max-cost of ${args.max_cost or 0:g}",
     }
     if stopped in caps:
         return (
-            f"Stopped: {caps[stopped]} ran out (what was left could not pay for the next run); "
-            f"{left_out} run(s) it stopped or never started were left out, never scored. Rerun "
-            f"with a larger {stopped} to finish them."
+            f"Stopped: {caps[stopped]} ran out{_refused(refused)}; {left_out} run(s) it cut were left "
+            f"out, never scored. Rerun with a larger {stopped} to finish them."
         )
     return (
         f"Stopped: a run's own spend cap (the config file's budget) stopped {left_out} run(s); "
         "they were left out, never scored. Raise it, or cap the whole comparison with "
         "--max-tokens or --max-cost instead."
     )
+
+
+def _refused(refused: Refusal | None) -> str:
+    """Return ``: 39,210 tokens spent, and a request that may use up to 1,486 more found 790 left``."""
+    if refused is None:
+        return ""
+    if refused.flag == "--max-tokens":
+        spent, need = f"{refused.spent['tokens']:,.0f} tokens", f"{refused.need.tokens:,}"
+        left = f"{refused.limits['tokens'] - refused.spent['tokens']:,.0f}"
+    else:
+        spent, need = f"${refused.spent['cost']:,.6f}", f"${refused.need.cost:,.6f}"
+        left = f"${refused.limits['cost'] - refused.spent['cost']:,.6f}"
+    return f": {spent} spent, and a request that may use up to {need} more found {left} left"
 
 
 def _say(args: argparse.Namespace, line: str) -> None:

@@ -25,9 +25,16 @@ BOOTSTRAP_SAMPLES = 2000
 LEVEL = 0.95
 
 
-def accuracy(correct: Sequence[bool]) -> float:
-    """Return the share of right answers (0 when there are none)."""
-    return sum(correct) / len(correct) if correct else 0.0
+def accuracy(correct: Sequence[bool], tasks: Sequence[str] | None = None) -> float:
+    """Return the mean over tasks of each task's share of right runs (0 when there are none).
+
+    It is the share ``accuracy_interval`` is the interval of: with as many seeds for every task it is
+    the share of right runs, with fewer for some it weighs each task once, as the interval does.
+    """
+    if not correct:
+        return 0.0
+    shares = by_task([float(c) for c in correct], tasks or [str(i) for i in range(len(correct))])
+    return sum(shares.values()) / len(shares)
 
 
 def by_task(values: Sequence[float], tasks: Sequence[str]) -> dict[str, float]:

@@ -1,8 +1,8 @@
 """The tasks a comparison asks: a JSONL file of known-answer questions, or a seeded built-in generator.
 
 A task is ``id``, ``question``, ``answer`` and a ``kind`` that says how an
-answer is compared: ``number`` (as numbers: ``42`` and ``42.0`` alike, ``4,200``
-and ``4200`` too), ``choice`` (one of ``choices``, case aside) or
+answer is compared: ``number`` (the first number of the answer, by its exact value:
+``42`` and ``42.0`` alike, ``4,200``, ``4200`` and ``4.2e3`` too, and ``−42`` is ``-42``), ``choice`` (one of ``choices``, case aside) or
 ``exact`` (the text, case and spacing aside). A bad file is the user's
 mistake: the message names the line and what to fix.
 """
@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.calls.numbers import first_number, plain
 
 KINDS = ("number", "choice", "exact")
 BUILTIN = "builtin:arithmetic"
 BUILTIN_DEFAULT = 20
 BUILTIN_SEED = 2023
 """The generator's seed: the same N always gives the same tasks."""
-NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -128,14 +126,11 @@ def builtin_tasks(source: str) -> list[Task]:
 
 
 def normalise(answer: str | None, kind: str) -> str | None:
-    """Return the answer as compared: a number as a number, a choice or text case and spacing aside (None: none given)."""
-    text = " ".join(str(answer or "").split()).casefold().rstrip(".")
-    if not text:
-        return None
+    """Return the answer as compared: a number by its exact value (the debate's agreement key reads it the same
+    way), a choice or text case and spacing aside (None: none given)."""
     if kind == "number":
-        found = NUMBER.search(text)
-        return format(Decimal(found[0].replace(",", "")).normalize(), "f") if found else None
-    return text
+        return first_number(answer)
+    return plain(answer) or None
 
 
 def is_correct(task: Task, answer: str | None) -> bool:
