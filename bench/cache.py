@@ -19,15 +19,12 @@ prompts under 1,024 tokens (the first rounds, the round after a summary); the 12
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import PROBLEM, THREE, table, x
+from bench.common import PROBLEM, THREE, environment, table, x
 
 AGENTS, ROUNDS, WORDS = THREE, 8, 200
 CACHED_PRICE = 0.5
@@ -35,21 +32,6 @@ CACHED_PRICE = 0.5
 ANTHROPIC_READ, ANTHROPIC_WRITE = 0.1, 1.25
 """Anthropic's prices of a prompt token read from and written to its cache (5-minute entries), as shares of the
 input price."""
-
-
-@contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Point the engine at the loopback server for this section only."""
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _debate(model: str, marked: bool) -> tuple[dict[str, Any], float, int]:
@@ -65,7 +47,7 @@ def _debate(model: str, marked: bool) -> tuple[dict[str, Any], float, int]:
             MarkedCache() if marked else PromptCache(),
             long_replies(WORDS),
         )
-        with _environment(
+        with environment(
             OPENAI_BASE_URL=server.base_url,
             OPENAI_API_KEY="sk-bench-000000",
             OPENROUTER_BASE_URL=server.base_url,

@@ -143,3 +143,18 @@ class Runs:
 def rounds_for(turns: int) -> int:
     """Return the rounds that give about ``turns`` turns with two agents (four turns a round)."""
     return max(2, turns // 4)
+
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the block only (point the engine at a loopback server), then put them back."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

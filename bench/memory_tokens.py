@@ -13,10 +13,9 @@ against REV. Nothing asserts.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
-from bench.common import PROBLEM, THREE, table
+from bench.common import PROBLEM, THREE, environment, table
 from debate_engine import Context, compile_debate
 from debate_engine.app.measure.probe.driver import run_probe
 from debate_engine.app.measure.probe.facts import make_facts
@@ -52,16 +51,12 @@ def oracle(rounds: int, out: int, plant: list[int]) -> tuple[int, int, float]:
         max_output_tokens=out,
         summary_method="rolling",
     )
-    saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    try:
-        with OpenAIServer(words=WORDS) as server:
-            os.environ["OPENAI_BASE_URL"] = server.base_url
-            os.environ["OPENAI_API_KEY"] = "sk-bench-oracle-0000"
-            Oracle(planted, WORDS).install(server)
-            result = run_probe(context, planted, "phases", plant="replies", every=25)
-    finally:
-        for key, value in saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    with (
+        OpenAIServer(words=WORDS) as server,
+        environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-oracle-0000"),
+    ):
+        Oracle(planted, WORDS).install(server)
+        result = run_probe(context, planted, "phases", plant="replies", every=25)
     return result["tokens"], result["summaries"], result["judge"]
 
 

@@ -26,8 +26,7 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from bench.cache import _environment
-from bench.common import PROBLEM, THREE, sqlite_saver, table
+from bench.common import PROBLEM, THREE, environment, sqlite_saver, table
 from debate_engine import Context, RoundtableContext, compile_debate, compile_roundtable
 from tests.support.openai_server import OpenAIServer, _Handler
 
@@ -176,7 +175,7 @@ def _server() -> Iterator[tuple[_Provider, list[Span]]]:
     """Yield the provider's process, the engine's ``openai:`` models pointed at it, and its chat intervals."""
     provider = _Provider()
     try:
-        with _environment(OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-bench-000000"):
+        with environment(OPENAI_BASE_URL=provider.base_url, OPENAI_API_KEY="sk-bench-000000"):
             yield provider, _Spans(provider)
     finally:
         provider.close()

@@ -18,37 +18,20 @@ allows on top of the rate. Wasted: requests the server refused.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.common import PROBLEM, table, x
+from bench.common import PROBLEM, environment, table, x
 
 DEBATES, ROUNDS = 4, 3
 REQUESTS = {"rpm": 8, "tpm": 1_000_000}
 """The requests bind: 8 a second, tokens without limit."""
 TOKENS = {"rpm": 1_000, "tpm": 3_000}
 """The tokens bind: 3,000 a second (each request counts its prompt and 128 tokens of allowance at arrival)."""
-
-
-@contextmanager
-def _pointed(base_url: str) -> Iterator[None]:
-    before = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    os.environ.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY="sk-bench-limits")
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _together(path: Path) -> tuple[float, int]:
@@ -100,7 +83,10 @@ def _measure(rates: dict[str, int], how: str, folder: Path) -> dict[str, Any]:
     limits.forget()
     stated = None if how == "unlimited" else rates
     path = debate_config(folder, stated, rounds=ROUNDS)
-    with LimitedServer(rates["rpm"], rates["tpm"]) as server, _pointed(server.base_url):
+    with (
+        LimitedServer(rates["rpm"], rates["tpm"]) as server,
+        environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-limits"),
+    ):
         wall, whole = _apart(path, folder, server.base_url) if how == "apart" else _together(path)
         admitted, used = list(server.admitted), list(server.used)
         refused = server.refused_total()

@@ -16,8 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.cache import _environment
-from bench.common import PROBLEM, THREE, table, x
+from bench.common import PROBLEM, THREE, environment, table, x
 
 LATENCY_S, WORDS, WINDOW = 0.3, 200, 4096
 ROUNDS = (2, 4, 8)
@@ -40,7 +39,7 @@ def _debate(rounds: int) -> tuple[int, int, int, int, float, float]:
 
     with OpenAIServer(words=WORDS) as server:
         server.latency_s = LATENCY_S
-        with _environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000"):
+        with environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-000000"):
             began, used = time.perf_counter(), time.process_time()
             values = compile_debate().invoke(
                 {"problem": PROBLEM},
