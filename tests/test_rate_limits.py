@@ -319,3 +319,20 @@ def test_a_wait_past_the_deadline_fails_the_call_at_once_and_sends_nothing(
         "run", "p", "--config", config, "--timeout", "2", "--db", db, "--thread-id", "k", env=env
     )
     assert done.returncode == 3 and "rate limit" in done.stderr and "debate resume k" in done.stderr
+
+
+def test_a_resume_in_a_fresh_process_holds_the_run_to_the_limits_it_started_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The limits are in the checkpointed settings: ``debate resume`` declares them again, flag-free."""
+    from debate_engine.app.cli.main import main
+    from debate_engine.app.store import shared_limits
+
+    db = str(tmp_path / "d.sqlite")
+    started = ["run", "--model", "fake:fail=transport", "--rpm", "600", "--db", db]
+    assert main([*started, "--thread-id", "limited", "--rounds", "1", "Pick a cache."]) == 3
+    declared: list[tuple[str, Any]] = []
+    monkeypatch.setattr(shared_limits, "declare", lambda run, given: declared.append((run, given)))
+    assert main(["resume", "limited", "--db", db]) == 3
+    assert [run for run, _ in declared] == ["limited"]
+    assert json.dumps(declared[0][1]).count("600") >= 1, declared

@@ -54,6 +54,7 @@ async def _resume(args: argparse.Namespace) -> int:
         athread_lock,
         open_checkpointer,
     )
+    from debate_engine.app.store.shared_limits import shared_limits  # start-up: langgraph
     from debate_engine.graph.builder import compile_debate  # start-up: langgraph
 
     db = db_of(args)
@@ -75,8 +76,11 @@ async def _resume(args: argparse.Namespace) -> int:
             )  # the roundtable resumes on its own graph
             progress = Progress(args.quiet, args.verbose)
             progress.resume(snapshot.values)
+            # the rate limits the run started with hold its resume too (they are in its settings)
+            limits = shared_limits(db, args.thread, snapshot.values.get("settings") or {})
             try:
-                snapshot = await drive(graph, None, config, None, progress)
+                async with limits:
+                    snapshot = await drive(graph, None, config, None, progress)
             finally:
                 progress.close()
     try:
