@@ -35,7 +35,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.calls.buckets import Bucket, InProcess, Store, Take, Unit
 from debate_engine.calls.retry import backoff, server_wait
-from debate_engine.errors import ProviderFailure
+from debate_engine.errors import ProviderError
 from debate_engine.memory.records import Usage
 
 PERIOD_S = 60.0
@@ -71,7 +71,7 @@ def no_limits() -> RateLimits:
     return RateLimits(models={}, providers={}, period_s=PERIOD_S)
 
 
-class RateLimited(ProviderFailure, RuntimeError):
+class RateLimited(ProviderError, RuntimeError):
     """A request could not be sent within its deadline for a rate limit: nothing was sent or billed.
 
     Its model failed as a provider's failure does (exit 3): the finished turns are kept, the debate resumes.

@@ -52,9 +52,10 @@ from debate_engine.calls.retry import client_timeout, retry_wait
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.slots import aslot, hold, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
+from debate_engine.errors import ProviderError
 from debate_engine.memory.records import Usage
 from debate_engine.providers.factory import chat_model, loop_token, provider_of
-from debate_engine.providers.failures import ProviderError, is_provider_error
+from debate_engine.providers.failures import is_provider_error
 from debate_engine.providers.secrets import redact
 
 Outcome = Literal["ok", "cut", "empty", "unparsed", "failed", "timeout"]

@@ -54,27 +54,28 @@ class InputError(DebateError):
     exit_code = EXIT_INPUT
 
 
-class ProviderFailure(DebateError):
-    """A model call failed after its retries and fallbacks; finished turns are kept."""
+class ProviderError(DebateError, RuntimeError):
+    """A model call failed after its retries and fallbacks; finished turns are kept. The message names the agent,
+    the model and the cause."""
 
     exit_code, lead = EXIT_PROVIDER, "the model provider failed: "
 
 
-class SummaryFailure(DebateError):
+class SummaryError(DebateError):
     """A summary failed and the settings say to stop."""
 
     exit_code = EXIT_SUMMARY
 
 
-class StorageTrouble(DebateError):
-    """The database failed during a run; what was saved before stays."""
+class StorageError(DebateError, RuntimeError):
+    """The database failed during a run (disk full, server gone); what was saved before stays."""
 
     exit_code = EXIT_STORAGE
     kept = "The turns saved before the failure are kept; when the database works again,"
     """Not the turn whose write failed, which the resume makes again."""
 
 
-class OutputTrouble(DebateError):
+class OutputError(DebateError):
     """An output could not be written after the work was done."""
 
     exit_code = EXIT_OUTPUT

@@ -36,7 +36,7 @@ from debate_engine.calls.schemas import (
 )
 from debate_engine.calls.spend import Reserve, worst_case
 from debate_engine.config.settings import AgentProfile, RunSettings
-from debate_engine.errors import SummaryFailure
+from debate_engine.errors import SummaryError
 from debate_engine.graph.state import ConversationState, FacetEntry
 from debate_engine.memory import (
     JUDGE_ID,
@@ -79,7 +79,7 @@ AHEAD = "made ahead of "
 """How the reason of a summary made beside a phase ends: this, the step it was made for, and ``)``."""
 
 
-class SummarizationAborted(SummaryFailure, RuntimeError):
+class SummarizationAborted(SummaryError, RuntimeError):
     """A summary failed and the settings say to stop (``abortOnFailure``)."""
 
 

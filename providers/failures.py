@@ -5,12 +5,8 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
-from debate_engine.errors import ProviderFailure
+from debate_engine.errors import ProviderError
 from debate_engine.providers.secrets import redact
-
-
-class ProviderError(ProviderFailure, RuntimeError):
-    """A model call failed after the road's retries; the message names the agent, model and cause."""
 
 
 def is_provider_error(exc: BaseException) -> bool:

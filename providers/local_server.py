@@ -24,7 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from debate_engine.errors import ProviderFailure
+from debate_engine.errors import ProviderError
 
 CONTEXT_WINDOW = 4096
 """The server's ``n_ctx``; budgets count with another tokenizer, so they use a margin below it."""
@@ -34,7 +34,7 @@ notes = logging.getLogger("debate.note")
 """Notes a user should see (the command line prints them as plain lines unless --quiet)."""
 
 
-class LocalModelError(ProviderFailure, RuntimeError):
+class LocalModelError(ProviderError, RuntimeError):
     """The embedded model cannot run here; the message says how to fix it."""
 
     lead = "the embedded model failed: "

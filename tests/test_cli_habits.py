@@ -125,14 +125,14 @@ QUIET = textwrap.dedent("""
     import logging, sys, warnings
     from debate_engine.app.cli import main as cli
     from debate_engine.app.cli import run
-    from debate_engine.app.cli.exit_codes import UserError
+    from debate_engine.errors import InputError
 
     def noisy(args):
         logging.getLogger("debate.note").info("starting the embedded model...")
         logging.getLogger("httpx").warning("a transport's warning")
         warnings.warn("a library's deprecation", DeprecationWarning, stacklevel=1)
         if args.problem == "fail":
-            raise UserError("--rounds: a named error")
+            raise InputError("--rounds: a named error")
         return 0
 
     run.main = noisy

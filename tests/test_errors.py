@@ -19,7 +19,6 @@ INTERNAL = {
     "WrongShape": "a person's answer in the wrong shape: asked again, never raised to the command line",
     "PromptError": "a prompt file's missing placeholder, raised while resolving, reported as a ConfigError",
     "HandedBack": "a worker handing a job back to the queue: caught by the worker",
-    "QueuedRunFailed": "a queued run's failure, read back into a comparison's table",
     "FormErrors": "a viewer form's mistakes by field: shown on the form, with what was typed",
 }
 """Exceptions that never reach the command line, and why."""
@@ -27,7 +26,7 @@ INTERNAL = {
 
 def exception_classes() -> dict[str, type[BaseException]]:
     found = {}
-    for name, _ in modules():
+    for name in [*(m for m, _ in modules()), "debate_engine.errors"]:
         for attr, value in vars(importlib.import_module(name)).items():
             if (
                 inspect.isclass(value)
@@ -50,22 +49,39 @@ def test_every_error_of_the_engine_has_the_one_base_or_says_why_not() -> None:
 @pytest.mark.parametrize(
     ("name", "code"),
     [
-        ("UserError", 2),
+        ("InputError", 2),
         ("ConfigError", 2),
         ("ModelConfigError", 2),
         ("BudgetError", 2),
-        ("StorageError", 2),
+        ("DatabaseInputError", 2),
         ("ThreadBusy", 2),
         ("ProviderError", 3),
         ("CallFailed", 3),
+        ("QueuedRunError", 3),
         ("LocalModelError", 3),
         ("SummarizationAborted", 4),
-        ("StorageFailure", 5),
-        ("OutputFailed", 6),
+        ("StorageError", 5),
+        ("OutputError", 6),
     ],
 )
 def test_each_error_carries_its_exit_code(name: str, code: int) -> None:
     assert exception_classes()[name].exit_code == code
+
+
+def test_one_name_per_kind_of_error() -> None:
+    """Every kind is named ``...Error`` once, on the base: no Failure, Trouble or Failed beside it, no alias."""
+    classes = exception_classes()
+    odd = sorted(
+        n for n in classes if n.endswith(("Failure", "Trouble", "Failed")) and n != "CallFailed"
+    )
+    assert odd == [], f"name these ...Error: {odd}"
+    aliases = {"UserError", "OutputFailed", "OutputTrouble", "StorageTrouble", "StorageFailure"}
+    assert aliases & set(classes) == set(), (
+        "a second name for InputError, OutputError or StorageError"
+    )
+    assert {"InputError", "ProviderError", "SummaryError", "StorageError", "OutputError"} <= set(
+        classes
+    )
 
 
 def test_a_signal_s_exit_code_is_the_shell_s() -> None:

@@ -14,7 +14,6 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.cli.main import main
 from debate_engine.app.measure.compare import results
 from debate_engine.app.measure.compare.execute import Comparison, run_protocol
@@ -22,6 +21,7 @@ from debate_engine.app.measure.compare.protocols import protocol
 from debate_engine.app.measure.compare.tasks import builtin_tasks
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import seats
+from debate_engine.errors import InputError
 from debate_engine.nodes.escalate import ballot_of
 from debate_engine.nodes.routes import after_setup, after_vote, route
 from debate_engine.nodes.verdict import verdict
@@ -358,7 +358,7 @@ def test_compare_runs_escalate_and_reports_the_share_it_escalated() -> None:
     split = [r["escalated"] for r in found["records"]]
     assert set(split) == {True, False} and found["escalated"]["share"] == sum(split) / 12
     assert " escalated, " in results.markdown([found], "t")
-    with pytest.raises(UserError, match="odd"):
+    with pytest.raises(InputError, match="odd"):
         protocol("escalate", Context(model="fake"), "generalist", 4)
 
 

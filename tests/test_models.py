@@ -7,6 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
+from debate_engine.errors import ProviderError
 from debate_engine.providers.factory import (
     ModelConfigError,
     chat_model,
@@ -16,7 +17,7 @@ from debate_engine.providers.factory import (
     loop_token,
     parse_spec,
 )
-from debate_engine.providers.failures import ProviderError, is_provider_error, provider_error
+from debate_engine.providers.failures import is_provider_error, provider_error
 from debate_engine.providers.secrets import redact
 
 

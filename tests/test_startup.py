@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from debate_engine.app.cli import runner
-from debate_engine.app.cli.exit_codes import EXIT_PROVIDER
 from debate_engine.app.cli.main import main
+from debate_engine.errors import EXIT_PROVIDER
 from debate_engine.providers import local_server
 from debate_engine.providers.local_server import LocalModelError
 

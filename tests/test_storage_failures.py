@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from debate_engine.app.cli.exit_codes import EXIT_INPUT, EXIT_STORAGE
 from debate_engine.app.cli.main import main
+from debate_engine.errors import EXIT_INPUT, EXIT_STORAGE
 
 RUN = [
     "run",

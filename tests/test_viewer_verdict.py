@@ -188,8 +188,8 @@ def status(phase: str = "propose", round_no: int = 1) -> dict[str, Any]:
         (
             INTERRUPTED,
             {"status": status()},
-            [("t", "__error__", "StorageFailure('the debate database d.sqlite failed')")],
-            "an error ended the run at round 1/3, after propose: StorageFailure: the debate database d.sqlite failed",
+            [("t", "__error__", "StorageError('the debate database d.sqlite failed')")],
+            "an error ended the run at round 1/3, after propose: StorageError: the debate database d.sqlite failed",
         ),
         (
             WAITING,

@@ -9,9 +9,8 @@ from typing import Any
 
 from debate_engine.app.cli.exit_codes import (
     EXIT_INTERRUPTED,
-    EXIT_PROVIDER,
     EXIT_TERMINATED,
-    UserError,
+    InputError,
 )
 from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options
@@ -139,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
     _check_numbers(args, budget)
     _check_budget(names, budget)
     if args.turns is not None and "roundtable" not in names:
-        raise UserError(
+        raise InputError(
             f"--turns {args.turns}: only the roundtable takes turns; add roundtable to --protocols, "
             "or leave --turns out"
         )
@@ -148,7 +147,7 @@ def main(args: argparse.Namespace) -> int:
     check_outputs(args)
     context = context_from_args(_runs(args, turns=None))
     if seated := people(context):
-        raise UserError(
+        raise InputError(
             f"--agents: a person ({', '.join(seated)}) cannot sit at a comparison of hundreds of runs; "
             "compare models, and seat persons in `debate run --human NAME`"
         )
@@ -159,7 +158,6 @@ def main(args: argparse.Namespace) -> int:
         for run_context in (context, roundtable):
             if run_context is not None:
                 gated_settings(run_context, priced=True)
-    from debate_engine.app.measure.compare.queued import QueuedRunFailed  # start-up: langgraph
     from debate_engine.app.measure.compare.session import (  # start-up: langgraph
         comparison_id,
         run_comparison,
@@ -169,9 +167,6 @@ def main(args: argparse.Namespace) -> int:
         return run_until_signal(run_comparison(args, names, budget, tasks, context, roundtable))
     except Stopped as exc:
         return _stopped(args, exc.signum, comparison_id(tasks, context))
-    except QueuedRunFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_PROVIDER
 
 
 def _check_queue(args: argparse.Namespace) -> None:
@@ -181,7 +176,7 @@ def _check_queue(args: argparse.Namespace) -> None:
     if not args.queue:
         return
     if not is_postgres(db_of(args)):
-        raise UserError(
+        raise InputError(
             "--queue hands the runs to `debate worker`s, which share a PostgreSQL database: pass --db "
             "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
             "so leave --queue out to run the comparison here"
@@ -194,7 +189,7 @@ def _check_queue(args: argparse.Namespace) -> None:
     )
     for flag, value, why in checked:
         if value is not None:
-            raise UserError(
+            raise InputError(
                 f"{flag} {value} with --queue: {why}; leave {flag} out, or leave --queue out to run here"
             )
 
@@ -252,7 +247,7 @@ def _check_budget(names: list[str], budget: float | str | None) -> None:
     ):
         return
     need = "single" if budget != "auto" else "single and debate"
-    raise UserError(
+    raise InputError(
         f"--budget {budget}: sizing the vote needs single's tokens per answer"
         + ("" if budget != "auto" else " and a debate's mean")
         + f"; add {need} to --protocols, or give --votes K"
@@ -264,16 +259,16 @@ def _check_numbers(args: argparse.Namespace, budget: float | str | None) -> None
     from debate_engine.config.file import MAX_ROUNDS  # start-up: langchain-core
 
     if args.votes is not None and budget is not None:
-        raise UserError("--votes and --budget both size the vote; give one of them")
+        raise InputError("--votes and --budget both size the vote; give one of them")
     if args.votes is not None and not 1 <= args.votes <= 1000:
-        raise UserError(f"--votes {args.votes}: give 1 to 1000 voters")
+        raise InputError(f"--votes {args.votes}: give 1 to 1000 voters")
     if not 1 <= args.seeds <= 100:
-        raise UserError(f"--seeds {args.seeds}: give 1 to 100 runs per task")
+        raise InputError(f"--seeds {args.seeds}: give 1 to 100 runs per task")
     if args.jobs is not None and not 1 <= args.jobs <= 256:
-        raise UserError(f"--jobs {args.jobs}: give 1 to 256 runs at once")
+        raise InputError(f"--jobs {args.jobs}: give 1 to 256 runs at once")
     if args.turns is not None and not 1 <= args.turns <= MAX_ROUNDS:
-        raise UserError(f"--turns {args.turns}: give 1 to {MAX_ROUNDS:,} turns")
+        raise InputError(f"--turns {args.turns}: give 1 to {MAX_ROUNDS:,} turns")
     if args.max_cost is not None and not args.max_cost > 0:
-        raise UserError(f"--max-cost {args.max_cost}: give a positive amount of US dollars")
+        raise InputError(f"--max-cost {args.max_cost}: give a positive amount of US dollars")
     if args.max_tokens is not None and not args.max_tokens > 0:
-        raise UserError(f"--max-tokens {args.max_tokens}: give a positive number of tokens")
+        raise InputError(f"--max-tokens {args.max_tokens}: give a positive number of tokens")

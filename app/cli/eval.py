@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, EXIT_PROVIDER, OutputFailed, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, EXIT_PROVIDER, InputError, OutputError
 from debate_engine.app.cli.outputs import add_db, add_env_file, check_outputs, load_env_file
 from debate_engine.app.cli.report import add_source, debate_of
 
@@ -50,7 +50,9 @@ def main(args: argparse.Namespace) -> int:
     check_outputs(args)
     values, source = debate_of(args)
     if not values.get("solution"):
-        raise UserError(f"{source} has no solution to evaluate yet; finish it with `debate resume`")
+        raise InputError(
+            f"{source} has no solution to evaluate yet; finish it with `debate resume`"
+        )
     judge = ((values.get("settings") or {}).get("judge") or {}).get("model")
     evaluators = evaluators_of(args.config, args.model, judge)
     for evaluator in evaluators:
@@ -76,7 +78,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             append_csv(args.csv, doc)
         except OSError as exc:
-            raise OutputFailed(
+            raise OutputError(
                 f"cannot append to --csv {args.csv} ({exc.strerror or exc})"
             ) from None
     return EXIT_OK
@@ -107,7 +109,7 @@ def _write(path: str, text: str, flag: str = "output") -> None:
     except OSError as exc:
         if flag == "output":
             sys.stdout.write(text)
-        raise OutputFailed(
+        raise OutputError(
             f"cannot write --{flag} {path} ({exc.strerror or exc})"
             + ("; the evaluation is printed on stdout instead" if flag == "output" else "")
         ) from None

@@ -13,7 +13,7 @@ from debate_engine.errors import (
     EXIT_SUMMARY,
     EXIT_TERMINATED,
     InputError,
-    OutputTrouble,
+    OutputError,
 )
 
 __all__ = [
@@ -26,14 +26,6 @@ __all__ = [
     "EXIT_STORAGE",
     "EXIT_SUMMARY",
     "EXIT_TERMINATED",
-    "OutputFailed",
-    "UserError",
+    "OutputError",
+    "InputError",
 ]
-
-
-class UserError(InputError):
-    """A mistake in the command line's input; exits 2 with its message."""
-
-
-class OutputFailed(OutputTrouble):
-    """An output could not be written after the work was done; exits 6 and says how to write it again."""

@@ -12,9 +12,8 @@ from typing import Any
 
 from debate_engine.app.cli.exit_codes import (
     EXIT_INTERRUPTED,
-    EXIT_PROVIDER,
     EXIT_TERMINATED,
-    UserError,
+    InputError,
 )
 from debate_engine.app.cli.outputs import (
     check_outputs,
@@ -32,7 +31,7 @@ from debate_engine.app.cli.runner import (
     protocol_of,
     run_until_signal,
 )
-from debate_engine.app.measure.compare.queued import QueuedRunFailed, Run, submit, wait
+from debate_engine.app.measure.compare.queued import QueuedRunError, Run, submit, wait
 from debate_engine.app.reports.record import record_of
 from debate_engine.app.store.database import athread_lock, is_postgres, open_checkpointer
 from debate_engine.app.store.forking import (
@@ -57,7 +56,7 @@ def fork(args: argparse.Namespace) -> int:
     load_env_file(args.env_file)
     check_outputs(args)
     if args.round < 1:
-        raise UserError(
+        raise InputError(
             f"--round {args.round}: rounds count from 1; give the round whose end the fork starts from"
         )
     base = Changes(
@@ -68,7 +67,7 @@ def fork(args: argparse.Namespace) -> int:
         config=args.config,
     )
     if args.config is not None and not args.config.strip():
-        raise UserError(
+        raise InputError(
             "--config '': the path is empty; give a config file, or leave --config out to keep the "
             "original's"
         )
@@ -76,7 +75,7 @@ def fork(args: argparse.Namespace) -> int:
     if args.variants is None:
         return run_until_signal(_fork(args, [base]))
     if args.output or args.report:
-        raise UserError(
+        raise InputError(
             "--output and --report write one debate; with --variants, write each fork's with "
             "`debate show THREAD --output FILE` afterwards"
         )
@@ -88,20 +87,17 @@ def fork(args: argparse.Namespace) -> int:
         return run_until_signal(_fork(args, variants))
     except Stopped as exc:
         return _stopped(args, exc.signum, _threads(args, len(variants)))
-    except QueuedRunFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_PROVIDER
 
 
 def _check_queue(args: argparse.Namespace) -> None:
     """``--queue`` spreads the variants' forks over the workers, which share a PostgreSQL database."""
     if args.queue and args.variants is None:
-        raise UserError(
+        raise InputError(
             "--queue hands --variants' forks to `debate worker`s; one fork runs here: add --variants, "
             "or leave --queue out"
         )
     if args.queue and not is_postgres(db_of(args)):
-        raise UserError(
+        raise InputError(
             "--queue hands the forks to `debate worker`s, which share a PostgreSQL database: pass --db "
             "postgresql://USER@HOST:PORT/DBNAME (or set DEBATE_DB); a SQLite file is one machine's, "
             "so leave --queue out to run the variants here"
@@ -132,7 +128,7 @@ async def _fork(args: argparse.Namespace, variants: list[Any]) -> int:
     db = db_of(args)
     threads = _threads(args, len(variants))
     if args.thread in threads:
-        raise UserError(
+        raise InputError(
             f"--thread-id {args.thread}: that is the original; the fork needs a thread of its own"
         )
     async with open_checkpointer(db) as saver:
@@ -214,7 +210,7 @@ async def _queued(
 
         failed = await wait(app, left, finished)
     return [
-        QueuedRunFailed(f"fork {thread} failed on a worker: {failed[thread]}")
+        QueuedRunError(f"fork {thread} failed on a worker: {failed[thread]}")
         if thread in failed
         else dict((await state(thread)).values)
         for thread, _, _ in plans

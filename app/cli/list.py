@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, db_of
 from debate_engine.app.reports.standing import (
     row_from as row_from,  # re-exported: callers import it from here
@@ -60,7 +60,7 @@ def main(args: argparse.Namespace) -> int:
     from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     if args.limit < 1 and not args.all:
-        raise UserError(f"--limit {args.limit}: show at least 1 debate, or every one with --all")
+        raise InputError(f"--limit {args.limit}: show at least 1 debate, or every one with --all")
     rows = sorted(
         run_until_signal(rows_of(db_of(args))), key=lambda r: r["updated_at"], reverse=True
     )

@@ -27,8 +27,14 @@ from typing import Any, TextIO
 
 from debate_engine import __version__
 from debate_engine.app.cli import COMMANDS
-from debate_engine.errors import EXIT_BROKEN_PIPE, EXIT_INPUT, EXIT_OUTPUT, DebateError
-from debate_engine.providers.failures import ProviderError, is_provider_error
+from debate_engine.errors import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INPUT,
+    EXIT_OUTPUT,
+    DebateError,
+    ProviderError,
+)
+from debate_engine.providers.failures import is_provider_error
 from debate_engine.providers.secrets import redact, redact_logs
 
 NOTES = "debate.note"

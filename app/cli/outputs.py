@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError, OutputError
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.config.wording import quoted
 from debate_engine.providers.secrets import redact
@@ -41,7 +41,7 @@ def check_outputs(args: argparse.Namespace) -> None:
             _unwritable(Path(target)) if target.strip() else "is an empty name; give a file name"
         )
         if problem:
-            raise UserError(f"--{flag} {quoted(target)} {problem}")
+            raise InputError(f"--{flag} {quoted(target)} {problem}")
 
 
 def _unwritable(path: Path) -> str | None:
@@ -106,9 +106,7 @@ def finish(values: RunRecord, args: argparse.Namespace) -> int:
     elif not getattr(args, "quiet", False):
         print("the debate has not finished; continue it with `debate resume`", file=sys.stderr)
     if failed:
-        raise OutputFailed(
-            "\n  ".join(["cannot write every output; the debate is saved.", *failed])
-        )
+        raise OutputError("\n  ".join(["cannot write every output; the debate is saved.", *failed]))
     return EXIT_OK
 
 
@@ -211,11 +209,11 @@ def load_env_file(path: str | None) -> list[str]:
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8")
     except OSError as exc:
-        raise UserError(f"--env-file {path}: cannot read it ({exc.strerror or exc})") from None
+        raise InputError(f"--env-file {path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
-        raise UserError(f"--env-file {path}: not UTF-8 text") from None
+        raise InputError(f"--env-file {path}: not UTF-8 text") from None
     except (RuntimeError, ValueError):  # ~nobody/..., a NUL byte
-        raise UserError(
+        raise InputError(
             f"--env-file {path}: not a path that can be read; give a full path"
         ) from None
     values = _parse_env(text)

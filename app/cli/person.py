@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.nodes.human import HUMAN_TURN, PASSED
 
 END = "."
@@ -38,7 +38,7 @@ def answer_turn(question: dict[str, Any]) -> Any:
     if (
         text is None
     ):  # nobody is typing (a pipe ran out, a job without a terminal): never pass for them
-        raise UserError(
+        raise InputError(
             f"the input ended before {question['seat']}'s answer; the question stays pending: "
             "answer it with `debate resume THREAD` (the thread id is on the run's first line)"
         )
@@ -99,12 +99,12 @@ def from_editor(editor: str, question: dict[str, Any]) -> str:
         try:
             done = subprocess.run([*shlex.split(editor), str(path)], check=False)
         except (OSError, ValueError) as exc:
-            raise UserError(
+            raise InputError(
                 f"$EDITOR {editor!r} could not start ({exc}); fix or unset EDITOR, then `debate "
                 "resume` asks the question again (it stays pending)"
             ) from None
         if done.returncode != 0:
-            raise UserError(
+            raise InputError(
                 f"$EDITOR {editor!r} exited with {done.returncode}; the question stays pending: "
                 "`debate resume` asks it again"
             )

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, add_env_file, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options
 from debate_engine.app.cli.run_context import context_from_args, problem_of
@@ -65,11 +65,11 @@ def _plant_rounds(text: str) -> list[int]:
     try:
         rounds = sorted({int(r) for r in text.split(",") if r.strip()})
     except ValueError:
-        raise UserError(
+        raise InputError(
             f"--plant-rounds {text!r}: give round numbers separated by commas, e.g. 1,8"
         ) from None
     if not rounds or rounds[0] < 1:
-        raise UserError(f"--plant-rounds {text!r}: rounds start at 1")
+        raise InputError(f"--plant-rounds {text!r}: rounds start at 1")
     return rounds
 
 
@@ -79,11 +79,11 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
     from debate_engine.config.resolve import resolve  # start-up: langchain-core
 
     if not 1 <= args.facts <= 200:
-        raise UserError(f"--facts {args.facts}: use a number from 1 to 200")
+        raise InputError(f"--facts {args.facts}: use a number from 1 to 200")
     if args.every < 1:
-        raise UserError(f"--every {args.every}: use a number of turns from 1")
+        raise InputError(f"--every {args.every}: use a number of turns from 1")
     if args.clarify:
-        raise UserError("--clarify: the probe cannot answer clarifying questions; leave it out")
+        raise InputError("--clarify: the probe cannot answer clarifying questions; leave it out")
     if args.thread_id is not None:  # the id of a new debate, as `debate run` checks it
         check_thread_id(args.thread_id)
     rounds = _plant_rounds(args.plant_rounds)
@@ -99,7 +99,7 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
         else settings["rounds"]
     )
     if rounds[-1] > last:
-        raise UserError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
+        raise InputError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
     return context, rounds, problem
 
 
@@ -152,7 +152,7 @@ async def _probe(
         graph, config = graph_for(context, saver), {"configurable": {"thread_id": thread}}
         async with athread_lock(db, thread):
             if (await graph.aget_state(config)).values:
-                raise UserError(
+                raise InputError(
                     f"thread {thread} already holds a debate; give the probe another --thread-id"
                 )
             if not args.quiet:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, OutputFailed, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError, OutputError
 from debate_engine.app.cli.outputs import add_db, check_outputs
 from debate_engine.app.cli.show import stored_values
 from debate_engine.app.reports.record import record_of
@@ -42,11 +42,11 @@ def load_export(path: str) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
-        raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise UserError(f"{path} is not UTF-8 text") from None
+        raise InputError(f"{path} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise UserError(
+        raise InputError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
     if (
@@ -54,7 +54,7 @@ def load_export(path: str) -> dict[str, Any]:
         or not isinstance(data.get("transcript"), list)
         or "problem" not in data
     ):
-        raise UserError(
+        raise InputError(
             f"{path} is not a debate; give the JSON that `debate run --output FILE.json` writes"
         )
     return dict(values_from_export(data))  # untyped again: `debate eval` reads it so (app.measure)
@@ -65,9 +65,9 @@ def debate_of(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     from debate_engine.app.cli.runner import run_until_signal  # start-up: no langgraph in --help
 
     if args.source and args.thread:
-        raise UserError("name one debate: a DEBATE.json file or --thread ID, not both")
+        raise InputError("name one debate: a DEBATE.json file or --thread ID, not both")
     if not (args.source or args.thread):
-        raise UserError(
+        raise InputError(
             "name the debate: a DEBATE.json file (from `debate run --output`) or --thread ID"
         )
     if args.source and (Path(args.source).is_file() or args.source.endswith(".json")):
@@ -90,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             Path(path).write_text(redact(text()), encoding="utf-8")
         except OSError as exc:  # the folder was checked first; the disk may have filled since
-            raise OutputFailed(
+            raise OutputError(
                 f"cannot write {path} ({exc.strerror or exc}); the debate is unchanged: write "
                 "the report elsewhere with --output FILE"
             ) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.outputs import (
     THREAD_HELP,
     add_db,
@@ -64,7 +64,7 @@ async def _resume(args: argparse.Namespace) -> int:
         async with athread_lock(db, args.thread):
             snapshot = await graph.aget_state(config)
             if not snapshot.values:
-                raise UserError(f"no debate {args.thread!r} in {db}; see `debate list`")
+                raise InputError(f"no debate {args.thread!r} in {db}; see `debate list`")
             # A process killed after the judge's writes and before the last checkpoint left a solution in the
             # values but a task in the checkpoint: going on writes that checkpoint, asking no model again.
             if snapshot.values.get("solution") and ended(snapshot):

@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.outputs import (
     add_db,
     add_outputs,
@@ -201,7 +201,7 @@ def main(args: argparse.Namespace) -> int:
         )
 
         if seats := seated(settings):
-            raise UserError(
+            raise InputError(
                 f"--dry-run cannot project a debate with a person at the table ({', '.join(seats)}): "
                 "their turns wait for answers; leave --human (and human seats) out to project the "
                 "agents' spend"
@@ -251,7 +251,7 @@ async def _run(args: argparse.Namespace, problem: str, context: Any, settings: A
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         async with athread_lock(db, args.thread_id):
             if (await graph.aget_state(config)).values:
-                raise UserError(
+                raise InputError(
                     f"thread {args.thread_id} already holds a debate; use `debate resume "
                     f"{args.thread_id}` or another --thread-id"
                 )

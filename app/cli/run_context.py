@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.providers.secrets import redact
 
 
@@ -24,17 +24,17 @@ def problem_of(args: argparse.Namespace) -> str:
         try:
             text = Path(args.problem_file).read_text(encoding="utf-8")
         except OSError as exc:
-            raise UserError(
+            raise InputError(
                 f"cannot read problem file {args.problem_file}: {exc.strerror or exc}"
             ) from None
         except UnicodeDecodeError:
-            raise UserError(
+            raise InputError(
                 f"problem file {args.problem_file} is not UTF-8 text; save it as UTF-8"
             ) from None
     else:
         text = args.problem or ""
     if not text.strip():
-        raise UserError("no problem given; pass it as an argument or with --problem-file FILE")
+        raise InputError("no problem given; pass it as an argument or with --problem-file FILE")
     return redact(text.strip())
 
 
@@ -64,7 +64,7 @@ def _context_of(args: argparse.Namespace) -> Any:
     protocol = getattr(args, "protocol", "phases")
     votes, window = getattr(args, "escalate_votes", None), getattr(args, "escalate_window", None)
     if protocol != "escalate" and (votes is not None or window is not None):
-        raise UserError("--votes and --window belong to escalate; add --protocol escalate")
+        raise InputError("--votes and --window belong to escalate; add --protocol escalate")
     if protocol == "roundtable":
         return RoundtableContext(
             **fields, turns=args.turns, order=args.order or "", summary_every=args.summary_every
@@ -74,7 +74,7 @@ def _context_of(args: argparse.Namespace) -> Any:
         or getattr(args, "order", None)
         or getattr(args, "summary_every", None)
     ):
-        raise UserError(
+        raise InputError(
             "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
         )
     if protocol == "escalate":
@@ -85,12 +85,12 @@ def _context_of(args: argparse.Namespace) -> Any:
 def context_fields(args: argparse.Namespace) -> dict[str, Any]:
     """Return the run flags as ``Context`` fields (a config file's path made absolute)."""
     if args.config is not None and not args.config.strip():
-        raise UserError(
+        raise InputError(
             "--config '': the path is empty; give a config file, or leave --config out to debate with "
             "the default agents (architect, performance, security)"
         )
     if args.config and not _is_file(args.config):
-        raise UserError(f"config file {args.config} does not exist; check the path")
+        raise InputError(f"config file {args.config} does not exist; check the path")
     return dict(
         model=args.model or "",
         agents=args.agents or "",
@@ -121,7 +121,7 @@ def _is_file(path: str) -> bool:
     try:
         return Path(path).is_file()
     except OSError as exc:
-        raise UserError(f"config file {path}: {exc.strerror}; check the path") from None
+        raise InputError(f"config file {path}: {exc.strerror}; check the path") from None
 
 
 def checked(context: Any, credentials: bool = True) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Interrupt
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.person import answer_turn, is_person_question
 from debate_engine.app.cli.progress import Progress
 from debate_engine.config.context import RoundtableContext
@@ -129,7 +129,7 @@ async def answers(interrupts: Sequence[Interrupt]) -> dict[str, Any]:
                 if is_person_question(item.value)
                 else ask(item.value)
             )
-        except UserError:
+        except InputError:
             if not out:
                 raise
             return out  # keep what was answered; the rest are asked again, and fail again, next time round

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.outputs import (
     THREAD_HELP,
     add_db,
@@ -45,7 +45,7 @@ async def stored_values(args: argparse.Namespace) -> dict[str, Any]:
             {"configurable": {"thread_id": args.thread}}
         )
     if not snapshot.values:
-        raise UserError(f"no debate {args.thread!r} in {db_of(args)}; see `debate list`")
+        raise InputError(f"no debate {args.thread!r} in {db_of(args)}; see `debate list`")
     return dict(snapshot.values)
 
 

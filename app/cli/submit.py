@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, db_of
 from debate_engine.app.cli.run import add_run_options
 from debate_engine.app.cli.run_context import (
@@ -108,13 +108,13 @@ def new_thread_id() -> str:
 
 
 def entries_of(args: argparse.Namespace) -> list[Entry]:
-    """Return what to queue, every setting checked; raises UserError or ConfigError (exit 2)."""
+    """Return what to queue, every setting checked; raises InputError or ConfigError (exit 2)."""
     protocol = PROTOCOLS[args.protocol] if args.protocol else None
     if args.problems:
         if args.problem or args.problem_file:
-            raise UserError("give one PROBLEM (or --problem-file) or --problems FILE, not both")
+            raise InputError("give one PROBLEM (or --problem-file) or --problems FILE, not both")
         if args.thread_id:
-            raise UserError(
+            raise InputError(
                 '--thread-id names one debate; with --problems put "thread_id" on each line'
             )
         base = _base(args, protocol)
@@ -122,7 +122,7 @@ def entries_of(args: argparse.Namespace) -> list[Entry]:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UserError(
+            raise InputError(
                 f"cannot read --problems {path}: {getattr(exc, 'strerror', None) or exc}"
             ) from None
         return parse_problems(text, base, path.resolve().parent, protocol)
@@ -150,7 +150,7 @@ def _base(args: argparse.Namespace, protocol: str | None) -> dict[str, Any]:
     """Return the options every line of a file starts from (a roundtable's own only with ``--protocol roundtable``)."""
     given = {k: getattr(args, k) for k in ROUNDTABLE_FLAGS if getattr(args, k) is not None}
     if given and protocol != "roundtable":
-        raise UserError(
+        raise InputError(
             "--turns, --order and --summary-every belong to the roundtable; add --protocol roundtable"
         )
     return {**context_fields(args), **given}
@@ -183,7 +183,7 @@ def parse_problems(
     if problems:
         raise ConfigError([*problems, "nothing was queued"])
     if not entries:
-        raise UserError(
+        raise InputError(
             'the --problems file holds no debates; write one {"problem": "..."} per line'
         )
     return entries
@@ -305,7 +305,7 @@ async def _submit(db: str, entries: list[Entry]) -> None:
                 ]
             )
         except AlreadyEnqueued:
-            raise UserError(
+            raise InputError(
                 "another submit queued one of these threads just now; nothing was queued"
             ) from None
 

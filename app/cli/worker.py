@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
+from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, db_of
 
 DEFAULT_STALL_S = 15.0
@@ -66,9 +66,9 @@ def main(args: argparse.Namespace) -> int:
     db = db_of(args)
     require_postgres(db, "worker")
     if args.concurrency < 1:
-        raise UserError(f"--concurrency {args.concurrency}: run at least 1 debate at once")
+        raise InputError(f"--concurrency {args.concurrency}: run at least 1 debate at once")
     if not 1 <= args.stall_timeout <= 3600:
-        raise UserError(f"--stall-timeout {args.stall_timeout:g}: use 1 to 3600 seconds")
+        raise InputError(f"--stall-timeout {args.stall_timeout:g}: use 1 to 3600 seconds")
     name = args.name or f"{socket.gethostname()}:{os.getpid()}"
     _quiet_job_logs()
     try:

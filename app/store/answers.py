@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from debate_engine.app.store.database import (
-    StorageFailure,
+    StorageError,
     failure_text,
     is_postgres,
     is_storage_error,
@@ -80,7 +80,7 @@ class Connection:
 def connected(db: str) -> Iterator[Connection]:
     """Open ``db`` with the answers' table in it, for one transaction committed on leaving.
 
-    A database that fails says so in words, without the URL's password (:class:`StorageFailure`).
+    A database that fails says so in words, without the URL's password (:class:`StorageError`).
     """
     try:
         if is_postgres(db):
@@ -96,7 +96,7 @@ def connected(db: str) -> Iterator[Connection]:
     except Exception as exc:
         if not is_storage_error(exc):
             raise
-        raise StorageFailure(failure_text(db, exc)) from None
+        raise StorageError(failure_text(db, exc)) from None
 
 
 def _create_table(conn: Any) -> None:

@@ -24,7 +24,7 @@ from typing import IO, Any, LiteralString, NotRequired, Protocol, runtime_checka
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from debate_engine.errors import InputError, StorageTrouble
+from debate_engine.errors import InputError, StorageError
 from debate_engine.graph.state import ForkOrigin, Status
 from debate_engine.providers.secrets import redact
 
@@ -40,16 +40,12 @@ SELECT id FROM t WHERE id IS NOT NULL
 """
 
 
-class StorageError(InputError, RuntimeError):
+class DatabaseInputError(InputError, RuntimeError):
     """The checkpoint database cannot be used; the message says why and what to do."""
 
 
-class ThreadBusy(StorageError):
+class ThreadBusy(DatabaseInputError):
     """Another process is running this debate."""
-
-
-class StorageFailure(StorageTrouble, RuntimeError):
-    """The database failed after it was opened (disk full, server gone): what was saved before stays."""
 
 
 def default_db() -> str:
@@ -74,8 +70,8 @@ def is_storage_error(exc: BaseException) -> bool:
 async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
     """Open the async checkpointer for ``db`` (a path or a PostgreSQL URL), creating tables as needed.
 
-    A failure while opening is the user's setting (:class:`StorageError`); one
-    after, while a debate reads or writes, is :class:`StorageFailure`: the
+    A failure while opening is the user's setting (:class:`DatabaseInputError`); one
+    after, while a debate reads or writes, is :class:`StorageError`: the
     debate was under way and resumes once the database works again.
     """
     async with AsyncExitStack() as stack:
@@ -85,7 +81,7 @@ async def open_checkpointer(db: str) -> AsyncIterator[BaseCheckpointSaver]:
         except Exception as exc:
             if not is_storage_error(exc):
                 raise
-            raise StorageFailure(failure_text(db, exc)) from None
+            raise StorageError(failure_text(db, exc)) from None
 
 
 def failure_text(db: str, exc: BaseException) -> str:
@@ -105,7 +101,7 @@ async def _open_sqlite(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
         )  # wait out a closing writer under load
         await saver.setup()
     except sqlite3.Error as exc:
-        raise StorageError(
+        raise DatabaseInputError(
             f"cannot use the debate database {path}: {exc}; pass --db PATH"
         ) from None
     return saver
@@ -160,7 +156,9 @@ async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
             AsyncPostgresSaver,
         )
     except ImportError:
-        raise StorageError("PostgreSQL needs `pip install 'debate-engine[postgres]'`") from None
+        raise DatabaseInputError(
+            "PostgreSQL needs `pip install 'debate-engine[postgres]'`"
+        ) from None
     try:
         saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
         async with schema_lock(
@@ -170,7 +168,7 @@ async def _open_postgres(stack: AsyncExitStack, db: str) -> BaseCheckpointSaver:
     except Exception as exc:
         if not is_storage_error(exc):
             raise
-        raise StorageError(
+        raise DatabaseInputError(
             f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db"
         ) from None
     return saver
@@ -180,24 +178,28 @@ def _expanded(db: str) -> Path:
     try:
         return Path(db).expanduser()
     except RuntimeError:
-        raise StorageError(f"--db {db}: cannot expand the ~ in it; give a full path") from None
+        raise DatabaseInputError(
+            f"--db {db}: cannot expand the ~ in it; give a full path"
+        ) from None
 
 
 def sqlite_file(db: str) -> Path:
-    """Return the SQLite file ``db`` names, its folder made; a :class:`StorageError` says what is wrong with it."""
+    """Return the SQLite file ``db`` names, its folder made; a :class:`DatabaseInputError` says what is wrong with it."""
     path = _expanded(db)
     try:
         is_dir = path.is_dir()
     except OSError as exc:  # a name too long for the file system
-        raise StorageError(f"--db: cannot use {db} ({exc.strerror}); pass --db PATH") from None
+        raise DatabaseInputError(
+            f"--db: cannot use {db} ({exc.strerror}); pass --db PATH"
+        ) from None
     if is_dir:
-        raise StorageError(
+        raise DatabaseInputError(
             f"--db {db} is a directory; give a file path such as {path / 'debates.sqlite'}"
         )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StorageError(
+        raise DatabaseInputError(
             f"cannot create the folder of {path}: {exc.strerror}; pass --db PATH"
         ) from None
     return path
@@ -340,7 +342,7 @@ async def _advisory_lock(db: str, thread: str) -> AsyncIterator[None]:
     try:
         conn = await psycopg.AsyncConnection.connect(db, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise StorageError(
+        raise DatabaseInputError(
             f"cannot use PostgreSQL at the given URL ({type(exc).__name__}); check --db"
         ) from None
     async with conn:

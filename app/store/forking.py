@@ -23,7 +23,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.reports.figures import duration, timeline
 from debate_engine.app.reports.record import RunRecord, record_of
 from debate_engine.app.reports.words import counted
@@ -32,6 +31,7 @@ from debate_engine.config.context import context_of
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import RunSettings, is_human
 from debate_engine.config.wording import quoted
+from debate_engine.errors import InputError
 from debate_engine.graph.state import ForkOrigin
 from debate_engine.nodes.positions import key_of
 from debate_engine.providers.factory import check_credentials
@@ -85,7 +85,7 @@ async def fork_point(saver: Any, graph: Any, thread: str, round_no: int, db: str
     config: Any = {"configurable": {"thread_id": thread}}
     newest = await graph.aget_state(config)
     if not newest.values:
-        raise UserError(f"no debate {thread!r} in {db}; see `debate list`")
+        raise InputError(f"no debate {thread!r} in {db}; see `debate list`")
     node, counter = counter_of(newest.values)
     ends: dict[int, str] = {}
     async for found in saver.alist(
@@ -104,7 +104,7 @@ async def fork_point(saver: Any, graph: Any, thread: str, round_no: int, db: str
             if origin and round_no < origin["round"]
             else ""
         )
-        raise UserError(_not_reached(thread, round_no, sorted(ends), node == "turn") + earlier)
+        raise InputError(_not_reached(thread, round_no, sorted(ends), node == "turn") + earlier)
     point = {
         "configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": ends[round_no]}
     }
@@ -173,7 +173,7 @@ def _refuse_unforkable(original: RunSettings, settings: RunSettings, round_no: i
             f"--rounds {round_no} or more"
         )
     if problems:
-        raise UserError("\n  ".join(["the fork cannot apply these settings:", *problems]))
+        raise InputError("\n  ".join(["the fork cannot apply these settings:", *problems]))
 
 
 def fork_values(
@@ -214,7 +214,7 @@ def fork_values(
 async def ensure_new(graph: Any, thread: str) -> None:
     """Refuse a fork's thread that already holds a debate: a fork never writes over one."""
     if (await graph.aget_state({"configurable": {"thread_id": thread}})).values:
-        raise UserError(
+        raise InputError(
             f"thread {thread} already holds a debate; give the fork another --thread-id"
         )
 
@@ -306,18 +306,18 @@ def parse_variants(text: str) -> list[Changes]:
 def _variant(n: int, part: str) -> Changes:
     """Variant number ``n``; a mistake names it and the shape a variant takes."""
     if not part.strip():
-        raise UserError(f"--variants: variant {n} is empty; {VARIANT_SHAPE}")
+        raise InputError(f"--variants: variant {n} is empty; {VARIANT_SHAPE}")
     given: dict[str, Any] = {}
     for word in part.split():
         key, sep, value = word.partition("=")
         name = VARIANT_KEYS.get(key)
         if not sep or not value or name is None or name in given:
             why = f"sets {key} twice" if name in given else "is not KEY=VALUE with a known KEY"
-            raise UserError(f"--variants: {quoted(word)} in variant {n} {why}; {VARIANT_SHAPE}")
+            raise InputError(f"--variants: {quoted(word)} in variant {n} {why}; {VARIANT_SHAPE}")
         given[name] = value
     if "rounds" in given:
         if not given["rounds"].isdigit():
-            raise UserError(
+            raise InputError(
                 f"--variants: rounds={quoted(given['rounds'])} in variant {n} is not a whole number; "
                 f"write e.g. rounds=4"
             )

@@ -35,16 +35,16 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.app.cli.runner import ended, protocol_of
 from debate_engine.app.store.database import (
-    StorageError,
+    DatabaseInputError,
     ThreadBusy,
     athread_lock,
     is_postgres,
     schema_lock,
 )
 from debate_engine.config.context import context_dict, context_for
+from debate_engine.errors import InputError
 from debate_engine.providers.failures import is_provider_error
 from debate_engine.providers.secrets import redact
 
@@ -89,7 +89,7 @@ class Retry(BaseRetryStrategy):
 def require_postgres(db: str, command: str) -> None:
     """Refuse a SQLite database: workers on several machines need one shared server."""
     if not is_postgres(db):
-        raise UserError(
+        raise InputError(
             f"`debate {command}` needs a PostgreSQL database that every worker shares: pass --db "
             f"postgresql://USER@HOST:PORT/DBNAME or set DEBATE_DB; {db} is a SQLite file, which only "
             "one machine can use (run debates there with `debate run`)"
@@ -113,13 +113,13 @@ async def reachable(db: str) -> None:
         reason = (
             redact(str(exc).strip().splitlines()[0]) if str(exc).strip() else type(exc).__name__
         )
-        raise StorageError(
+        raise DatabaseInputError(
             f"--db is not a valid PostgreSQL URL ({reason}); "
             "use postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME"
         ) from None
     except psycopg.OperationalError as exc:
         reason = redact(" ".join(str(exc).split())[:300]) or type(exc).__name__
-        raise StorageError(
+        raise DatabaseInputError(
             f"cannot reach PostgreSQL at {server_of(db)}: {reason}; "
             "check that the server runs and the --db / DEBATE_DB URL"
         ) from None
@@ -127,11 +127,11 @@ async def reachable(db: str) -> None:
 
 
 def lost_database(exc: BaseException, db: str) -> BaseException:
-    """Return a database failure as a named StorageError; any other exception unchanged."""
+    """Return a database failure as a named DatabaseInputError; any other exception unchanged."""
     if isinstance(exc, ConnectorException) and isinstance(exc.__cause__, psycopg.Error):
         exc = exc.__cause__
     if isinstance(exc, psycopg.Error | ConnectorException):
-        return StorageError(
+        return DatabaseInputError(
             f"lost PostgreSQL at {server_of(db)} ({type(exc).__name__}); "
             "unfinished debates stay in the queue and continue when a worker runs again"
         )
@@ -291,7 +291,7 @@ async def drive_thread(
     if snapshot.values and ended(snapshot):
         return snapshot.values  # finished before this job ran
     if not snapshot.values and not problem:
-        raise UserError(f"thread {thread_id} holds no debate and the job has no problem")
+        raise InputError(f"thread {thread_id} holds no debate and the job has no problem")
     status = snapshot.values.get("status") or {}
     _say(
         name,
@@ -327,7 +327,7 @@ async def drive_thread(
         if (
             "questions" not in request
         ):  # a person's turn: nobody here can answer it, and asking again loops
-            raise UserError(
+            raise InputError(
                 f"thread {thread_id} waits for a person's answer; answer it with `debate resume`"
             )
         payload = Command(

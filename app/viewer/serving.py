@@ -20,11 +20,10 @@ from pathlib import Path
 
 import uvicorn
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
-from debate_engine.app.store.database import StorageError, is_postgres, open_checkpointer
+from debate_engine.app.store.database import DatabaseInputError, is_postgres, open_checkpointer
 from debate_engine.app.viewer.guard import is_loopback, new_token
 from debate_engine.app.viewer.site import create_app
-from debate_engine.errors import StorageTrouble
+from debate_engine.errors import EXIT_OK, InputError, StorageError
 from debate_engine.providers.secrets import redact
 
 LOG = logging.getLogger("debate.viewer")
@@ -32,7 +31,7 @@ MIN_TOKEN = 8
 """The shortest ``--token`` accepted."""
 
 
-class ServerUnreachable(StorageTrouble):
+class ServerUnreachable(StorageError):
     """The PostgreSQL server named by ``--db`` cannot be used: exit 5, before the viewer binds."""
 
 
@@ -41,7 +40,7 @@ async def check_db(db: str) -> None:
     try:
         async with open_checkpointer(db):
             pass
-    except StorageError as exc:
+    except DatabaseInputError as exc:
         if is_postgres(db):
             raise ServerUnreachable(redact(str(exc))) from None
         raise
@@ -56,10 +55,10 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except (socket.gaierror, UnicodeError):
         sock.close()
-        raise UserError(f"--host {host}: not an address of this machine") from None
+        raise InputError(f"--host {host}: not an address of this machine") from None
     except OSError as exc:
         sock.close()
-        raise UserError(
+        raise InputError(
             f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc}); "
             "pick another --port (0 picks a free one)"
         ) from None
@@ -80,12 +79,12 @@ def checked_tls(cert: str | None, key: str | None) -> bool:
     if cert is None and key is None:
         return False
     if cert is None or key is None:
-        raise UserError(
+        raise InputError(
             "--tls-cert and --tls-key go together: give the certificate and its private key"
         )
     for flag, path, what in (("--tls-cert", cert, "certificate"), ("--tls-key", key, "key")):
         if not Path(path).is_file():
-            raise UserError(f"{flag} {path}: no such file; give the {what} as a PEM file")
+            raise InputError(f"{flag} {path}: no such file; give the {what} as a PEM file")
     return True
 
 
@@ -100,9 +99,9 @@ def serve(
 ) -> int:
     """Serve the viewer over ``db`` until Ctrl-C; return the exit code."""
     if not 0 <= port <= 65535:
-        raise UserError(f"--port {port}: give a port from 1 to 65535 (0 picks a free one)")
+        raise InputError(f"--port {port}: give a port from 1 to 65535 (0 picks a free one)")
     if token is not None and len(token) < MIN_TOKEN:
-        raise UserError(
+        raise InputError(
             f"--token: give at least {MIN_TOKEN} characters, or leave it out to get a new one"
         )
     tls = checked_tls(tls_cert, tls_key)
@@ -162,7 +161,7 @@ def loaded(config: uvicorn.Config) -> None:
     try:
         config.load()
     except OSError as exc:  # ssl.SSLError among them: not a certificate, or not its key
-        raise UserError(
+        raise InputError(
             f"--tls-cert / --tls-key: cannot serve TLS with them ({exc}); give a PEM "
             "certificate and its unencrypted private key"
         ) from None

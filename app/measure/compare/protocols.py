@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
+from debate_engine.errors import InputError
 
 PROTOCOLS = ("single", "vote", "debate", "debate-vote", "roundtable", "escalate")
 """``single``: one answer; ``vote``: k answers, the majority wins; ``debate``: the phase debate and its judge;
@@ -37,12 +37,12 @@ def parse_protocols(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in PROTOCOLS]
     if unknown or not names:
-        raise UserError(
+        raise InputError(
             f"--protocols: {', '.join(unknown) or repr(text)} is not a protocol; use a comma-separated "
             f"list of {', '.join(PROTOCOLS)}"
         )
     if len(set(names)) != len(names):
-        raise UserError(f"--protocols {text}: a protocol is named twice; name each once")
+        raise InputError(f"--protocols {text}: a protocol is named twice; name each once")
     return names
 
 
@@ -60,7 +60,7 @@ def protocol(
         return Protocol(name, f"roundtable-{roundtable.turns}", "roundtable", roundtable)
     if name == "escalate":
         if votes % 2 == 0:
-            raise UserError(
+            raise InputError(
                 f"--votes {votes}: escalate needs an odd vote (an even one can tie); give an odd k"
             )
         return Protocol(
@@ -104,7 +104,7 @@ def parse_budget(text: str | None) -> float | str | None:
     except ValueError:
         value = -1.0
     if not 1 <= value <= 10**12:
-        raise UserError(
+        raise InputError(
             f"--budget {text}: give tokens per task (a number from 1) or auto (the debate's mean)"
         )
     return value

@@ -25,6 +25,7 @@ from debate_engine.app.measure.compare.execute import (
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.config.context import context_dict
+from debate_engine.errors import ProviderError
 
 POLL_S = 0.5
 GRAPH_PROTOCOL = {"sample": "sample", "debate": "phases", "roundtable": "roundtable"}
@@ -37,7 +38,7 @@ SELECT DISTINCT ON (j.lock) j.lock AS thread, j.status::text AS status, n.error
 ACTIVE = ("todo", "doing")
 
 
-class QueuedRunFailed(Exception):
+class QueuedRunError(ProviderError):
     """A worker failed a run (the provider, after its retries); the thread keeps every finished call."""
 
 
@@ -99,13 +100,13 @@ async def wait(
     return failed
 
 
-def failure(failed: dict[str, str], again: str) -> QueuedRunFailed:
+def failure(failed: dict[str, str], again: str) -> QueuedRunError:
     """Return the failed runs, named with their errors, and how to run them again."""
     lines = [
         f"{len(failed)} run(s) failed on the workers:",
         *(f"{t}: {e}" for t, e in sorted(failed.items())),
     ]
-    return QueuedRunFailed(
+    return QueuedRunError(
         "\n  ".join(lines) + f"\nEvery finished call is kept; fix the cause, then {again}"
     )
 
@@ -135,7 +136,7 @@ async def run_protocol_queued(
             comparison.stopped = "budget"
             return
         if not finished(values):
-            raise QueuedRunFailed(
+            raise QueuedRunError(
                 f"run {thread} ended on a worker without an answer; run the same command again"
             )
         records[thread] = record_of(protocol, task, seed, thread, values)

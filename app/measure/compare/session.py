@@ -13,7 +13,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import EXIT_OK, UserError
 from debate_engine.app.cli.outputs import db_of
 from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.compare import results
@@ -24,6 +23,7 @@ from debate_engine.app.measure.compare.queued import run_protocol_queued, submit
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.app.reports.charts import accuracy_svg
 from debate_engine.app.store.database import athread_lock, open_checkpointer, thread_ids
+from debate_engine.errors import EXIT_OK, InputError
 from debate_engine.providers.factory import provider_of
 from debate_engine.providers.secrets import redact
 
@@ -74,7 +74,7 @@ async def run_comparison(
         if args.resume and not any(
             t.startswith(f"compare:{name}:") for t in await thread_ids(saver)
         ):
-            raise UserError(
+            raise InputError(
                 f"--resume: {db} holds no run of this comparison ({name}); check TASKS, the run "
                 "options and --db, or leave --resume out to start it"
             )
@@ -195,7 +195,7 @@ def _votes(
         return k, sized
     if budget is not None:
         fixed = isinstance(budget, float)
-        raise UserError(
+        raise InputError(
             f"--budget {args.budget}: sizing the vote needs single's tokens per answer"
             + ("" if fixed else " and a debate's mean")
             + f"; add {'single' if fixed else 'single and debate'} to --protocols, or give --votes K"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from debate_engine.app.cli.exit_codes import UserError
 from debate_engine.calls.numbers import first_number, plain
+from debate_engine.errors import InputError
 
 KINDS = ("number", "choice", "exact")
 BUILTIN = "builtin:arithmetic"
@@ -43,22 +43,22 @@ def load_tasks(source: str) -> list[Task]:
     try:
         text = Path(source).read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
-        raise UserError(
+        raise InputError(
             f"TASKS {source}: cannot read it ({getattr(exc, 'strerror', None) or exc}); give a JSONL "
             f"file or {BUILTIN}[:N]"
         ) from None
     except UnicodeDecodeError:
-        raise UserError(f"TASKS {source}: not UTF-8 text; save it as UTF-8 JSONL") from None
+        raise InputError(f"TASKS {source}: not UTF-8 text; save it as UTF-8 JSONL") from None
     tasks = [_task(source, n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not tasks:
-        raise UserError(
+        raise InputError(
             f"TASKS {source}: the file is empty; write one JSON task per line: "
             '{"id": "t1", "question": "...", "answer": "..."}'
         )
     seen: set[str] = set()
     for task in tasks:
         if task.id in seen:
-            raise UserError(
+            raise InputError(
                 f"TASKS {source}: id {task.id!r} is used twice; give every task its own id"
             )
         seen.add(task.id)
@@ -71,24 +71,26 @@ def _task(source: str, n: int, line: str) -> Task:
     try:
         row: Any = json.loads(line)
     except json.JSONDecodeError as exc:
-        raise UserError(
+        raise InputError(
             f"{where}: not JSON ({exc.msg}); write one JSON object per line (JSONL)"
         ) from None
     if not isinstance(row, dict):
-        raise UserError(
+        raise InputError(
             f'{where}: not a JSON object; write {{"id": ..., "question": ..., "answer": ...}}'
         )
     for key in ("question", "answer"):
         if row.get(key) is None or not str(row[key]).strip():
-            raise UserError(f"{where}: missing {key!r}; every task needs a question and its answer")
+            raise InputError(
+                f"{where}: missing {key!r}; every task needs a question and its answer"
+            )
     kind = row.get("kind", "exact")
     if kind not in KINDS:
-        raise UserError(f"{where}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+        raise InputError(f"{where}: unknown kind {kind!r}; use one of {', '.join(KINDS)}")
     choices = tuple(str(c) for c in row.get("choices") or ())
     if kind == "choice" and not choices:
-        raise UserError(f"{where}: kind 'choice' needs a list of 'choices'")
+        raise InputError(f"{where}: kind 'choice' needs a list of 'choices'")
     if kind == "number" and normalise(str(row["answer"]), kind) is None:
-        raise UserError(
+        raise InputError(
             f"{where}: answer {row['answer']!r} is not a number; fix it or use kind 'exact'"
         )
     return Task(
@@ -106,7 +108,7 @@ def builtin_tasks(source: str) -> list[Task]:
     if f"builtin:{name}" != BUILTIN or (
         count and not (count.isdecimal() and 1 <= int(count) <= 100_000)
     ):
-        raise UserError(
+        raise InputError(
             f"TASKS {source}: unknown built-in; use {BUILTIN} or {BUILTIN}:N with N from 1 to 100000"
         )
     rng = random.Random(BUILTIN_SEED)
