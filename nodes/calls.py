@@ -18,9 +18,10 @@ from langgraph.config import get_config
 from langgraph.func import task
 from pydantic import BaseModel
 
+from debate_engine.calls.ledger import Price
 from debate_engine.calls.road import Answer, Attempt, CallFailed, Request, aask, ask, most_requests
 from debate_engine.calls.schemas import tool_tokens
-from debate_engine.calls.spend import Reserve, worst_case
+from debate_engine.calls.spend import FREE, Reserve, bill, worst_case
 from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, is_human
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import Turn, TurnView, Usage, count_tokens, new_turn
@@ -57,6 +58,8 @@ class Call:
     """Most requests the call may send (0: all the road's policy may take); one when a cap has no more room."""
     token: str = ""
     """The phase run it belongs to: a failed reply names it, so a resumed phase knows a failure as an old one."""
+    prices: tuple[tuple[str, Price], ...] = ()
+    """The prices of the agent's models: a failed reply carries its dollars, which ``debate list`` shows at once."""
 
     @property
     def most_requests(self) -> int:
@@ -119,6 +122,8 @@ class Reply(TypedDict):
     """The position a debater's structured reply states (None: it gave none)."""
     failed: NotRequired[str]
     """Why the call failed after every retry and fallback; its ``attempts`` are what it spent."""
+    cost: NotRequired[float]
+    """A failed call's dollars, each attempt at its model's price (the phase charges them when it completes)."""
     token: NotRequired[str]
     """The phase run that made it (``Call.token``): a failure of an earlier run is asked again on resume."""
 
@@ -245,8 +250,14 @@ def failed_reply(call: Call, exc: CallFailed) -> Reply:
         model=None,
         attempts=list(exc.attempts),
         failed=str(exc),
+        cost=attempts_cost(exc.attempts, dict(call.prices)),
         token=call.token,
     )
+
+
+def attempts_cost(attempts: Sequence[Attempt], prices: dict[str, Price]) -> float:
+    """Return the dollars of a call's attempts, each at the price of the model that made it."""
+    return sum(bill(prices.get(a["model"], FREE), a["usage"])[0] for a in attempts if a["usage"])
 
 
 def task_named(name: str, func: F) -> F:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from debate_engine.calls.ledger import Price
 from debate_engine.config.settings import AgentProfile
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import (
@@ -120,7 +121,14 @@ def agent_call(
         schema=schema,
         unseen=None if view.complete else (covered_until(summary), view.record["from_seq"]),
         problem=state.get("problem", ""),
+        prices=models_prices(state["settings"].get("prices") or {}, profile),
     )
+
+
+def models_prices(prices: dict[str, Price], profile: AgentProfile) -> tuple[tuple[str, Price], ...]:
+    """Return the prices of the models an agent's call may be answered by."""
+    specs = (profile["model"], *profile.get("fallback_models", ()))
+    return tuple((spec, prices[spec]) for spec in specs if spec in prices)
 
 
 def table_summary(state: ConversationState) -> SummaryRecord | None:

@@ -151,3 +151,29 @@ def test_calls_that_fail_on_several_resumes_are_asked_again_each_time_in_a_fixed
     for turn in proposals:
         assert [a["outcome"] for a in turn["attempts"]] == ["failed", "failed", "ok"]
     assert values["solution"]
+
+
+def test_a_failed_call_s_cost_shows_in_debate_list_at_once_priced_by_its_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its tokens were counted at once already; its dollars came only after a resume settled the phase."""
+    import json
+
+    config = tmp_path / "debate.json"
+    config.write_text(
+        json.dumps({"prices": {"openai:test-model": {"input": 10.0, "output": 30.0}}})
+    )
+    db = str(tmp_path / "d.sqlite")
+    with serving(monkeypatch, words=30) as server:
+        server.hang_s = 8
+        server.faults.extend(["badtool", "hang"])
+        run = ["run", "--model", "openai:test-model", "--config", str(config), "--timeout", "2"]
+        code = main([*run, "--agents", "architect", "--rounds", "1", "--db", db, "--quiet", "Pick"])
+        assert code == 3
+    capsys.readouterr()
+    assert main(["list", "--db", db, "--json"]) == 0
+    row = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert row["tokens"] > 0 and row["cost"] >= row["tokens"] * 10.0 / 1e6, (
+        row["tokens"],
+        row["cost"],
+    )

@@ -26,6 +26,7 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine.errors import InputError, StorageError
 from debate_engine.graph.state import ForkOrigin, Status
+from debate_engine.memory.records import Usage
 from debate_engine.providers.secrets import redact
 
 # Each step jumps to the next thread id through the primary-key index: the
@@ -262,6 +263,7 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[ListedStat
         status = {
             **status,
             "tokens": status.get("tokens", 0) + unsettled,
+            "cost": status.get("cost", 0.0) + failed_cost(found.pending_writes or []),
             "unsettled_tokens": unsettled,
         }
     return status, waiting
@@ -270,13 +272,27 @@ async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[ListedStat
 def failed_tokens(writes: Any) -> int:
     """Tokens spent by calls that failed in an unfinished phase: kept as task results, charged to the debate's
     spend (in dollars too) when the phase completes on resume, counted here at once."""
-    total = 0
-    for _, channel, value in writes:
-        if channel == "__return__" and isinstance(value, dict) and value.get("failed"):
-            total += sum(
-                (a.get("usage") or {}).get("total_tokens", 0) for a in value.get("attempts") or []
-            )
-    return total
+    return sum(usage.get("total_tokens", 0) for _, usage in _failed_attempts(writes))
+
+
+def failed_cost(writes: Any) -> float:
+    """Dollars of those calls, as each failed reply priced its attempts (the resume charges the same)."""
+    return sum(
+        float(value.get("cost") or 0.0)
+        for _, channel, value in writes
+        if channel == "__return__" and isinstance(value, dict) and value.get("failed")
+    )
+
+
+def _failed_attempts(writes: Any) -> list[tuple[str, Usage]]:
+    """Return the model and usage of every attempt of the failed calls among a checkpoint's pending writes."""
+    return [
+        (str(a.get("model") or ""), a["usage"])
+        for _, channel, value in writes
+        if channel == "__return__" and isinstance(value, dict) and value.get("failed")
+        for a in value.get("attempts") or []
+        if a.get("usage")
+    ]
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.standing import WAITING, reason_of, row_of, rows_of
-from debate_engine.app.store.database import failed_tokens, is_postgres
+from debate_engine.app.store.database import failed_cost, failed_tokens, is_postgres
 
 NEWEST_SQL = """
 SELECT c.thread_id, c.checkpoint_id, c.type, c.checkpoint FROM checkpoints c
@@ -96,6 +96,7 @@ async def _row(
     waiting = any(channel == "__interrupt__" for _, channel, _ in writes)
     row = await row_of(db, thread, channels["status"], waiting)
     row["tokens"] += failed_tokens(writes)
+    row["cost"] += failed_cost(writes)
     row["forked_from"] = channels.get("forked_from")
     return {
         **row,
