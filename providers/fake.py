@@ -256,9 +256,13 @@ def _words(prompt: str, n: int) -> str:
 
 
 def _within(field: Any, value: Any) -> Any:
-    """``value`` within the field's ``maxLength`` / ``maxItems``, as a grammar would stop the model."""
+    """``value`` within the field's ``enum`` / ``maxLength`` / ``maxItems``, as a grammar would hold the model."""
     extra = getattr(field, "json_schema_extra", None)
     extra = extra if isinstance(extra, dict) else {}
+    choices = extra.get("enum")
+    if isinstance(value, str) and choices and value not in choices:
+        # a grammar lets the model write one of the choices only: one its text picks, the same for the same text
+        return choices[_seed(value).randrange(len(choices))]
     if isinstance(value, str) and "maxLength" in extra:
         return _cut(value, int(extra["maxLength"]))
     if isinstance(value, list) and "maxItems" in extra:
