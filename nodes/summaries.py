@@ -227,14 +227,14 @@ class SummaryCall:
     def least(self) -> list[Reserve]:
         """Return one request per chunk it reads: the least a summary can be made with (no retries)."""
         job = self.job
-        fixed = frame(job) + FRAME_OVERHEAD + SUMMARY_MARGIN
+        framed = frame(job)  # a view built once: the prompt around the turns
+        fixed = framed + FRAME_OVERHEAD + SUMMARY_MARGIN
         first = job.plan.fold["tokens_after"] if job.plan.fold else 0  # a fold is read whole
         tools = tool_tokens(summary_schema(self.agent["max_output_tokens"]))
         models = (self.agent["model"], *self.agent["fallback_models"])
         # One chunk: its prompt exactly. Several: each is read in the room the summary so far leaves, never less
         # than the room beside the longest fold it can carry, so there are at most as many as that room gives,
         # each up to the window.
-        framed = frame(job)
         parts = chunks(job.plan.turns, room(job, max(first, fold_bound(job)), framed))
         if len(parts) == 1:
             one = fixed + fold_room(job, first, framed) + sum(turn_cost(t) for t in job.plan.turns)

@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from debate_engine.app.reports.record import record_of
-from debate_engine.app.reports.standing import WAITING, reason_of, row_of, rows_of
+from debate_engine.app.reports.standing import reason_of, row_of, rows_of
 from debate_engine.app.store.database import failed_cost, failed_tokens, is_postgres
 
 NEWEST_SQL = """
@@ -38,8 +38,6 @@ SELECT COUNT(*), MAX(checkpoint_id),
 FROM checkpoints
 """
 """What changes whenever a row may: a new thread, a new checkpoint, a question, a failed call, an error."""
-OLD_WORDS = {"waiting for answers": WAITING}
-"""A word ``server_reading.state_word`` still says for a row, as ``debate list`` says it now."""
 
 
 async def version(saver: Any) -> str:
@@ -64,7 +62,6 @@ async def all_rows(saver: BaseCheckpointSaver, db: str) -> list[dict[str, Any]]:
 def as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Return ``debate list``'s rows newest first, each with its origin."""
     for row in rows:
-        row["status"] = OLD_WORDS.get(row["status"], row["status"])
         row["origin"] = origin_of(row)
     return sorted(rows, key=lambda r: r["updated_at"], reverse=True)
 
