@@ -6,8 +6,10 @@ tokens bucket per second, refilled continuously as providers' are, and answers 4
 them. Four debates (2 agents, 2 rounds) run at once in this process, three ways:
 
 - limited: the config's ``rateLimits`` state the server's limits; every request takes from the one limiter;
-- unlimited: no limits stated; the road retries each 429 after its ``Retry-After`` (the pause shared by the
-  process's runs), up to 3 times;
+- read: no limits stated, but the server states its own in ``x-ratelimit-*`` headers, which the limiter adopts
+  from the first answer on;
+- unlimited: no limits stated; the road asks each 429 again after its ``Retry-After`` (the pause shared by the
+  process's runs), as long as the deadline allows;
 - apart: four ``debate run`` processes, each with the limits stated but its own database, so nothing is shared.
 
 Throughput is the requests (or tokens, as the server counts them) the server let through per second, from the
@@ -81,10 +83,10 @@ def _measure(rates: dict[str, int], how: str, folder: Path) -> dict[str, Any]:
     from tests.support.limited_server import LimitedServer, debate_config
 
     limits.forget()
-    stated = None if how == "unlimited" else rates
+    stated = {"unlimited": None, "read": {}}.get(how, rates)
     path = debate_config(folder, stated, rounds=ROUNDS)
     with (
-        LimitedServer(rates["rpm"], rates["tpm"]) as server,
+        LimitedServer(rates["rpm"], rates["tpm"], states_limits=how == "read") as server,
         environment(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench-limits"),
     ):
         wall, whole = _apart(path, folder, server.base_url) if how == "apart" else _together(path)
@@ -110,7 +112,7 @@ def bench_ratelimits() -> None:
         rows = []
         for binding, rates, tokens in (("requests", REQUESTS, False), ("tokens", TOKENS, True)):
             limit = rates["tpm"] if tokens else rates["rpm"]
-            for how in ("limited", "unlimited", "apart"):
+            for how in ("limited", "read", "unlimited", "apart"):
                 got = _measure(rates, how, folder)
                 admitted = got["used"] if tokens else got["admitted"]
                 rows.append(

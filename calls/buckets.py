@@ -4,8 +4,12 @@ process.
 A limit of L per period holds at most L and refills L per period. A take is a reservation: the request is given
 the time the refill makes room for it (after the one taken before it), the bucket counts it from then, and it
 sleeps until then; waiters are served in the order they came and nobody polls. One store keeps the levels
-in memory (:class:`InProcess`); ``app.store.shared_limits`` keeps the same rows in SQLite for several processes.
-Both apply :func:`plan` and :func:`adjusted`, so a row holds exactly what the dict holds.
+in memory (:class:`InProcess`); ``app.store.shared_limits`` keeps the same rows in SQLite for several processes
+and ``app.store.postgres_limits`` in PostgreSQL for a worker fleet. Each applies :func:`plan`, :func:`adjusted`
+and :func:`floored`, so a row holds exactly what the dict holds.
+
+Nothing taken can leak: a level drains by itself as the bucket refills, so a process killed between its take and
+its settlement (or while its request waited in line) costs the others at most what it took, for one period.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-HEADROOM_S = 0.5
+HEADROOM_S = 1.0
 """Seconds of refill kept unspent. A request reaches the provider later than it was taken here, by a varying
 delay, so two requests a refill apart here may arrive closer there. Measured on two cores with twelve debates at
-once: delays varied by more than 0.25 s (one request in six runs refused at 0.25, none at 0.5). Per minute it
-costs 1/120 of a burst and nothing of the rate."""
+once: delays varied by more than 0.25 s (one request in six runs refused at 0.25, none at 0.5); with three
+processes on one database under a load average of 7 to 10 (other test runs beside), by more than 0.5 s (1 to 3
+requests refused in 5 runs of 6 at 0.5, none in 3 at 1.0). Per minute it costs 1/60 of a burst and nothing of the
+rate."""
 
 Unit = Literal["requests", "tokens"]
 
@@ -88,6 +94,25 @@ def adjusted(levels: Mapping[str, Level], changes: Sequence[Take], now: float) -
     return out
 
 
+def floored(levels: Mapping[str, Level], floors: Sequence[Take], now: float) -> dict[str, Level]:
+    """Return the levels raised, where they are lower, to what the provider said it counts at ``now`` (its
+    ``x-ratelimit-remaining-*``: requests of other clients on the same account); a level counted ahead keeps its
+    time, the floor drained to it."""
+    out = {}
+    for bucket, least in floors:
+        level, at = levels.get(bucket.name, (0.0, now))
+        when = max(now, at)
+        held = drained((level, at), bucket.per_s, when)
+        told = drained((least, now), bucket.per_s, when)
+        if told > held:
+            out[bucket.name] = (told, when)
+    return out
+
+
+Wait = tuple[str, float]
+"""A run's longest wait under way: the model it waits for, and the time (seconds since the epoch) it ends."""
+
+
 class Store(Protocol):
     """Where the buckets' levels and the models' pauses live."""
 
@@ -110,6 +135,19 @@ class Store(Protocol):
         """Send nothing on ``name`` before ``until`` (a later pause already set stays)."""
         ...
 
+    def floor(self, floors: Sequence[Take], now: float) -> None:
+        """Raise each bucket to at least its floor at ``now`` (:func:`floored`)."""
+        ...
+
+    def note_wait(self, run: str, model: str, until: float) -> None:
+        """Record that a request of ``run`` waits for ``model``'s limits until ``until``, where another process
+        may read it (``debate list``)."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what the store holds open."""
+        ...
+
 
 class InProcess:
     """The buckets of one process, shared by its threads and event loops."""
@@ -120,6 +158,8 @@ class InProcess:
         self._lock = threading.Lock()
         self.levels: dict[str, Level] = {}
         self.pauses: dict[str, float] = {}
+        self.waits: dict[str, Wait] = {}
+        """By run: its latest wait for a rate limit (only this process can read it)."""
 
     def reserve(
         self, takes: Sequence[Take], pause: str, most_wait_s: float, now: float
@@ -141,3 +181,16 @@ class InProcess:
         """Send nothing on ``name`` before ``until``."""
         with self._lock:
             self.pauses[name] = max(until, self.pauses.get(name, 0.0))
+
+    def floor(self, floors: Sequence[Take], now: float) -> None:
+        """Raise each bucket to at least its floor at ``now``."""
+        with self._lock:
+            self.levels.update(floored(self.levels, floors, now))
+
+    def note_wait(self, run: str, model: str, until: float) -> None:
+        """Record that a request of ``run`` waits for ``model`` until ``until``."""
+        with self._lock:
+            self.waits[run] = (model, until)
+
+    def close(self) -> None:
+        """Hold nothing open: the levels stay for the process's next runs."""

@@ -11,9 +11,14 @@ A 429 pauses the model for every run drawing on it: its ``Retry-After`` (or a ba
 nothing), so the runs that were not refused do not walk into the same wall.
 
 Each run is held to the limits its settings state (:func:`declare`, by thread); runs stating the same limit on a
-model share its bucket. The buckets live in a store: in the process by default; a store every process shares is
-handed down from above with :func:`sharing` (``app.store.shared_limits`` keeps it in SQLite beside the debates'
-database).
+model share its bucket. Where the provider states its limits in its answers' ``x-ratelimit-*`` headers
+(``calls.ratelimit_headers``), the stricter of the stated and the read limit holds, and the run is told which (a
+``rate_limit_adopted`` event). The buckets live in a store: in the process by default; a store every process
+shares is handed down from above with :func:`sharing` (``app.store.shared_limits``: SQLite beside the debates'
+database, or their PostgreSQL database).
+
+A wait of a second or more is told as it starts (a ``rate_limit_wait`` event: the model and the seconds) and
+recorded in the store, where ``debate list`` reads it from another process.
 
 None of ``limits``, ``pyrate-limiter`` or ``aiolimiter`` is used: see the README's section on rate limits.
 """
@@ -23,52 +28,45 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from typing_extensions import TypedDict
-
 from debate_engine.calls.buckets import Bucket, InProcess, Store, Take, Unit
+from debate_engine.calls.rate_records import PERIOD_S, RateLimit
+from debate_engine.calls.rate_records import (  # re-exported: callers import them from here
+    RateLimits as RateLimits,
+)
+from debate_engine.calls.rate_records import limits_of as limits_of
+from debate_engine.calls.rate_records import no_limits as no_limits
+from debate_engine.calls.ratelimit_headers import (
+    UNITS,
+    Kept,
+    adopted,
+    floors_of,
+    kept_limits,
+    stated,
+)
 from debate_engine.calls.retry import backoff, server_wait
 from debate_engine.errors import ProviderError
 from debate_engine.memory.records import Usage
 
-PERIOD_S = 60.0
-"""Providers state their limits per minute."""
 ENDPOINTS = ("OPENAI_BASE_URL", "OPENROUTER_BASE_URL")
 """The variables that point the providers at a server (``providers.factory`` reads them)."""
 RUNS_KEPT = 10_000
 """Runs whose limits a process remembers (a long-lived server forgets the oldest)."""
-
-
-class RateLimit(TypedDict):
-    """One model's (or provider's) limits per period; None: no limit of that kind."""
-
-    rpm: float | None
-    """Requests per period."""
-    tpm: float | None
-    """Tokens per period: prompt and output allowance at request time, settled to the usage reported."""
-
-
-class RateLimits(TypedDict):
-    """A run's rate limits as its settings fix them."""
-
-    models: dict[str, RateLimit]
-    """By model spec (``openai:gpt-4o-mini``)."""
-    providers: dict[str, RateLimit]
-    """By provider (``openai``): every model of it draws on these too."""
-    period_s: float
-    """The seconds a limit counts over: 60 as providers state them (a test runs on a scaled clock)."""
-
-
-def no_limits() -> RateLimits:
-    """Return the limits of a run that states none."""
-    return RateLimits(models={}, providers={}, period_s=PERIOD_S)
+WAIT_SHOWN_S = 1.0
+"""A wait this long or longer is told (an event) and recorded (``debate list``); a shorter one passes unseen."""
+WARM_S = 1.0
+"""How long a process's other requests wait for its first to come back. The first call of a client loads modules
+and opens its connection, hundreds of ms under load (more than the headroom): requests taken meanwhile would leave
+together once it is done, reaching the provider as a burst. Two workers started together without it: their first
+requests left up to 0.7 s after their time, and a few were refused."""
 
 
 class RateLimited(ProviderError, RuntimeError):
@@ -96,6 +94,8 @@ class Held:
     takes: tuple[Take, ...]
     tokens: int
     """The token estimate taken (0 when no token limit applies)."""
+    asked: Asked | None = None
+    """The request (its run and model), to read the limits its answer states."""
     settled: bool = field(default=False)
 
 
@@ -105,8 +105,14 @@ class Limiter:
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store or InProcess()
         self._lock = threading.Lock()
-        self._runs: OrderedDict[str, dict[tuple[str, str], list[Bucket]]] = OrderedDict()
-        """Per run, the buckets of each ``("model", spec)`` and ``("provider", name)`` it states limits for."""
+        self._runs: OrderedDict[str, RateLimits] = OrderedDict()
+        """The limits each run states."""
+        self._read: dict[tuple[str, str], dict[Unit, float]] = {}
+        """Per endpoint and model, the limits its provider states in its answers' headers."""
+        self._told: dict[tuple[str, str, Unit], tuple[float | None, str]] = {}
+        """Per run, model and kind, the limit it was last told it keeps to."""
+        self.warm, self._first_out = threading.Event(), False
+        """Set once a request of the process came back (:data:`WARM_S`); whether its first has left."""
 
     def declare(self, run: str, limits: RateLimits) -> None:
         """Hold the requests of ``run`` (a thread id) to ``limits`` from now on.
@@ -115,40 +121,53 @@ class Limiter:
         fact of the provider account, and a bucket is named by what it limits and how much. A run that states
         another limit keeps to its own.
         """
-        period = float(limits.get("period_s") or PERIOD_S)
-        given = [("model", k, v) for k, v in limits.get("models", {}).items()]
-        given += [("provider", k, v) for k, v in limits.get("providers", {}).items()]
-        buckets: dict[tuple[str, str], list[Bucket]] = {}
-        for kind, key, limit in given:
-            stated: tuple[tuple[Unit, float | None], ...] = (
-                ("requests", limit.get("rpm")),
-                ("tokens", limit.get("tpm")),
-            )
-            for unit, value in stated:
-                if value:
-                    name = f"{kind}:{key}:{unit}:{value:g}/{period:g}s"
-                    buckets.setdefault((kind, key), []).append(
-                        Bucket(name, unit, value, value / period)
-                    )
         with self._lock:
-            self._runs[run] = buckets
+            self._runs[run] = limits
             self._runs.move_to_end(run)
             while len(self._runs) > RUNS_KEPT:
                 self._runs.popitem(last=False)
 
-    def buckets_of(self, run: str, spec: str, provider: str) -> list[Bucket]:
-        """Return the buckets a request of ``run`` to ``spec`` draws on: its model's, then its ``provider``'s, at
-        the endpoint the providers are pointed to."""
+    def kept(self, run: str, spec: str) -> dict[Unit, Kept]:
+        """Return the limits of each kind ``run`` keeps to on ``spec``: the stricter of its own and the read."""
         with self._lock:
-            stated = self._runs.get(run, {})
-            found = [*stated.get(("model", spec), []), *stated.get(("provider", provider), [])]
+            own = (self._runs.get(run) or no_limits()).get("models", {}).get(spec)
+            read = dict(self._read.get((endpoint(), spec), {}))
+        return kept_limits(own or {}, read)
+
+    def buckets_of(self, run: str, spec: str, provider: str) -> list[Bucket]:
+        """Return the buckets a request of ``run`` to ``spec`` draws on: its model's (the stricter of the stated
+        and the read limit), then its ``provider``'s, at the endpoint the providers are pointed to."""
+        with self._lock:
+            limits = self._runs.get(run) or no_limits()
+        period = float(limits.get("period_s") or PERIOD_S)
         here = endpoint()
-        return [replace(b, name=f"{here}/{b.name}") for b in found]
+        given: list[tuple[str, str, Unit, float | None]] = [
+            ("model", spec, unit, kept.value) for unit, kept in self.kept(run, spec).items()
+        ]
+        on_provider = limits.get("providers", {}).get(provider) or RateLimit(rpm=None, tpm=None)
+        stated_on: dict[Unit, float | None] = {
+            "requests": on_provider["rpm"],
+            "tokens": on_provider["tpm"],
+        }
+        given += [("provider", provider, unit, stated_on[unit]) for unit in UNITS]
+        return [
+            Bucket(f"{here}/{kind}:{key}:{unit}:{value:g}/{period:g}s", unit, value, value / period)
+            for kind, key, unit, value in given
+            if value
+        ]
+
+    def _first(self) -> bool:
+        """Return whether the process is warm, or this request is its first (the others wait for it)."""
+        with self._lock:
+            first, self._first_out = not self._first_out, True
+        return first or self.warm.is_set()
 
     def forget(self) -> None:
         """Drop every limit and level (a test's clean slate)."""
         with self._lock:
             self._runs.clear()
+            self._read.clear()
+            self._told.clear()
         self.store = InProcess()
 
     def _steps(self, asked: Asked, left_s: float) -> Generator[float, None, Held]:
@@ -166,14 +185,21 @@ class Limiter:
                     f"{spec}: a request of {amount:g} {bucket.unit} can never pass the limit of "
                     f"{bucket.limit:g} per period ({bucket.name}); lower the output allowance or raise it"
                 )
-        key = paused_name(spec)
+        if takes and not self._first():
+            warming = time.monotonic() + min(WARM_S, left_s / 2)
+            while not self.warm.is_set() and time.monotonic() < warming:
+                yield 0.05
+        key, left_s = paused_name(spec), deadline - time.monotonic()
         send, taken = self.store.reserve(takes, key, left_s, time.time())
         if not taken:
             raise RateLimited(_too_long(spec, send - time.time(), left_s))  # nothing was taken
-        held = Held(takes, estimate)
+        held, noted = Held(takes, estimate, asked), 0.0
         try:
             # sleep until the time given, not for a span: a late return from the store must not shift it
             while (wait := send - time.time()) > 0:
+                if wait >= WAIT_SHOWN_S and send > noted:
+                    self.store.note_wait(asked.run, spec, send)  # where `debate list` reads it
+                    noted = send
                 yield wait
                 # a 429 elsewhere may have paused the model meanwhile: look again, taking nothing more
                 most = deadline - time.monotonic()
@@ -191,6 +217,7 @@ class Limiter:
         The request itself stays counted: the provider may have counted it. ``given_back``: the request was never
         sent, so it is given back too.
         """
+        self.warm.set()
         if held.settled or not held.takes:
             return
         held.settled = True
@@ -202,6 +229,32 @@ class Limiter:
         ]
         if any(change for _, change in changes):
             self.store.adjust(changes, time.time())
+
+    def read(self, asked: Asked, headers: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """Take in the limits an answer's headers state for its model, and raise its buckets to what the provider
+        counts; return what the run is to be told (the limit it keeps to, when that changed, and whose)."""
+        said = stated(headers)
+        if said is None:
+            return []
+        run, spec, here = asked.run, asked.spec, endpoint()
+        with self._lock:
+            self._read[(here, spec)] = dict(said.limit)
+            period = float((self._runs.get(run) or no_limits()).get("period_s") or PERIOD_S)
+        own = [
+            b
+            for b in self.buckets_of(run, spec, asked.provider)
+            if b.name.startswith(f"{here}/model:")
+        ]
+        if floors := floors_of(said, own):
+            self.store.floor(floors, time.time())
+        news = []
+        for unit, kept in self.kept(run, spec).items():
+            with self._lock:
+                before = self._told.get((run, spec, unit))
+                self._told[(run, spec, unit)] = (kept.value, kept.source)
+            if kept.read is not None and before != (kept.value, kept.source):
+                news.append(adopted(spec, unit, kept, period))
+        return news
 
     def pause_after(self, spec: str, failure: BaseException | None) -> None:
         """Pause ``spec`` for every run after a 429: as long as it said, else a back-off with jitter."""
@@ -259,6 +312,7 @@ def reserve(asked: Asked, left_s: float) -> Held:
     """Take what a request needs from its buckets, sleeping until it may be sent (a thread's path)."""
     steps = LIMITER._steps(asked, left_s)
     while isinstance(step := _advance(steps), float):
+        _tell_wait(asked, step)
         time.sleep(step)
     return step
 
@@ -270,12 +324,34 @@ async def areserve(asked: Asked, left_s: float) -> Held:
     while isinstance(
         step := await asyncio.to_thread(_advance, steps) if blocking else _advance(steps), float
     ):
+        _tell_wait(asked, step)
         try:
             await asyncio.sleep(step)
         except asyncio.CancelledError:
             steps.close()  # gives back what was taken: the request will not be sent
             raise
     return step
+
+
+def _tell_wait(asked: Asked, wait: float) -> None:
+    """Tell the run that a request waits for its model's rate limit, when it is long enough to notice."""
+    if wait >= WAIT_SHOWN_S:
+        emit({"event": "rate_limit_wait", "model": asked.spec, "seconds": round(wait, 1)})
+
+
+def emit(event: dict[str, Any]) -> None:
+    """Send a custom stream event to the graph run making the request; nothing outside a run.
+
+    (``nodes.status.emit`` is the nodes'; the road sits below them.)
+    """
+    loaded = sys.modules.get("langgraph.config")
+    if loaded is None:  # no graph runs in a process that never loaded it
+        return
+    try:
+        writer = loaded.get_stream_writer()
+    except RuntimeError:
+        return
+    writer(event)
 
 
 def _advance(steps: Generator[float, None, Held]) -> float | Held:
@@ -287,9 +363,18 @@ def _advance(steps: Generator[float, None, Held]) -> float | Held:
         return held
 
 
-def settle(held: Held, usage: Usage | None, given_back: bool = False) -> None:
-    """Settle a request's tokens to the usage reported (see :meth:`Limiter.settle`)."""
+def settle(
+    held: Held,
+    usage: Usage | None,
+    given_back: bool = False,
+    headers: Mapping[str, Any] | None = None,
+) -> None:
+    """Settle a request's tokens to the usage reported (see :meth:`Limiter.settle`), and take in the limits its
+    answer's ``headers`` state (:meth:`Limiter.read`), telling the run the limit it keeps to when that changed."""
     LIMITER.settle(held, usage, given_back)
+    if held.asked is not None and headers:
+        for event in LIMITER.read(held.asked, headers):
+            emit(event)
 
 
 def pause_after(spec: str, failure: BaseException | None) -> None:
@@ -297,11 +382,12 @@ def pause_after(spec: str, failure: BaseException | None) -> None:
     LIMITER.pause_after(spec, failure)
 
 
+def pause(spec: str, seconds: float) -> None:
+    """Send nothing to ``spec`` from any run for ``seconds``: a 429's wait, taken at the limiter by every run
+    (the refused one's retry too), where it is told and recorded."""
+    LIMITER.store.pause(paused_name(spec), time.time() + seconds)
+
+
 def forget() -> None:
     """Drop every limit, level and pause of the process (tests)."""
     LIMITER.forget()
-
-
-def limits_of(settings: Mapping[str, Any]) -> RateLimits:
-    """Return the rate limits fixed in a run's settings (none in a debate set up before they existed)."""
-    return settings.get("rate_limits") or no_limits()

@@ -5,6 +5,10 @@ re-sent on its own was neither counted nor charged, and under ``invoke`` it went
 thread after the road had given the call up at its deadline. The road asks again instead, as one more
 attempt, for what the client used to retry: a broken connection or a timeout of the client's own, HTTP 408,
 409, 429 and 5xx (or whatever the server's ``x-should-retry`` says), and a 200 whose body is not JSON.
+
+A 429 is not a failure of the request but a turn not yet come: it is asked again however many came before, after
+the wait the server asked for (or a growing back-off with jitter), as long as that wait ends before the model's
+deadline. Only the deadline bounds them; the other failures also stop after :data:`RETRIES`.
 """
 
 from __future__ import annotations
@@ -30,19 +34,33 @@ RETRIED_STATUS = frozenset({408, 409, 429})
 """Statuses asked again besides 5xx: request timeout, conflict (a lock), rate limit."""
 
 
-def retry_wait(failure: BaseException | None, retries: int, left_s: float) -> float | None:
-    """Return the wait before asking a model again after ``failure`` (its ``retries`` already sent), or None: do
-    not ask it again.
+def retry_wait(
+    failure: BaseException | None, retries: int, left_s: float, refusals: int = 0
+) -> float | None:
+    """Return the wait before asking a model again after ``failure``, or None: do not ask it again.
 
-    The wait is what the server asked for, else the back-off. One that would end past the model's deadline
+    ``retries``: the failures other than 429 already asked again, at most :data:`RETRIES`; ``refusals``: the 429s,
+    as many as the deadline allows. The wait is what the server asked for, else the back-off (a 429 that says
+    "now" backs off too, so that it is not asked again in a loop). One that would end past the model's deadline
     (``left_s`` from now) is not taken: the next model, with its own deadline, is asked instead, or the call
     fails.
     """
-    if failure is None or retries >= RETRIES or not should_retry(failure):
+    if failure is None or not should_retry(failure):
+        return None
+    limited = rate_limited(failure)
+    if not limited and retries >= RETRIES:
         return None
     asked = server_wait(failure)
-    wait = backoff(retries) if asked is None else asked
+    if asked is None or (limited and asked == 0):
+        wait = backoff(refusals if limited else retries)
+    else:
+        wait = asked
     return wait if wait < left_s else None
+
+
+def rate_limited(exc: BaseException | None) -> bool:
+    """Return whether the server refused the request for a rate limit (HTTP 429): nothing was billed."""
+    return getattr(exc, "status_code", None) == 429
 
 
 def should_retry(exc: BaseException) -> bool:

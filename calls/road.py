@@ -42,13 +42,15 @@ from debate_engine.calls.limits import (
     Held,
     RateLimited,
     areserve,
+    pause,
     pause_after,
     reserve,
     settle,
 )
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
-from debate_engine.calls.retry import client_timeout, retry_wait
+from debate_engine.calls.ratelimit_headers import headers_of
+from debate_engine.calls.retry import client_timeout, rate_limited, retry_wait
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.slots import aslot, hold, slot_limit
 from debate_engine.calls.usage import counted_usage, usage_of
@@ -158,12 +160,12 @@ def _policy(request: Request, clock: _Clock) -> Generator[Step, _Result, Answer]
     attempts: list[Attempt] = []
     for spec in request.models:
         structured, retry_empty = request.schema is not None, request.retry_empty
-        retries, wait = 0, 0.0
+        retries, refusals, wait = 0, 0, 0.0
         while True:
             if _spent_all(request, attempts):
                 break  # the cap reserved no more: nothing is asked that it cannot hold
             result = yield Step(spec, structured, wait)
-            wait, again = 0.0, retry_wait(result.failure, retries, clock.left(spec))
+            wait, again = 0.0, retry_wait(result.failure, retries, clock.left(spec), refusals)
             outcome = result.attempt["outcome"] if result.attempt else "unparsed"
             if result.attempt:
                 attempts.append(result.attempt)
@@ -188,6 +190,11 @@ def _policy(request: Request, clock: _Clock) -> Generator[Step, _Result, Answer]
                 )
             elif outcome == "empty" and retry_empty:
                 retry_empty = False
+            elif again is not None and rate_limited(result.failure):
+                # a 429 counts no retry: every run drawing on the model waits it out at the limiter, this one's
+                # retry too, where the wait is told and recorded (calls.limits)
+                refusals += 1
+                pause(spec, again)
             elif again is not None:
                 retries, wait = retries + 1, again
             else:
@@ -375,7 +382,7 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         out = _provider_failure(exc)
     finally:
         pool.shutdown(wait=False)
-    return _settled(_result(request, spec, structured, out, started), held)
+    return _settled(_result(request, spec, structured, out, started), held, out)
 
 
 def _asked(request: Request, spec: str) -> Asked:
@@ -430,9 +437,10 @@ def _closed(done: Future[Any], spec: str, release: Any) -> None:
     release()
 
 
-def _settled(result: _Result, held: Held) -> _Result:
-    """Settle what the request took from the rate limits to the usage it reported (nothing, when it billed none)."""
-    settle(held, result.attempt["usage"] if result.attempt else None)
+def _settled(result: _Result, held: Held, out: Any) -> _Result:
+    """Settle what the request took from the rate limits to the usage it reported (nothing, when it billed none),
+    and take in the limits its response's ``x-ratelimit-*`` headers state."""
+    settle(held, result.attempt["usage"] if result.attempt else None, headers=headers_of(out))
     return result
 
 
@@ -472,4 +480,4 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         pause_after(
             spec, out if isinstance(out, BaseException) else None
         )  # before the slot is free
-        return _settled(_result(request, spec, structured, out, started), held)
+        return _settled(_result(request, spec, structured, out, started), held, out)

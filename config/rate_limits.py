@@ -2,15 +2,17 @@
 model the debate may call, resolved into the settings fixed in state.
 
 Resolved inside a graph's run (its intake node), they are also declared to the process's limiter for that run's
-thread, so its requests keep to them from the first one; the command line declares the settings it resolved
-itself when it starts the run (``app.store.shared_limits``).
+thread, so its requests keep to them from the first one. Settings resolved where a run starts are declared as they
+are written to its thread (``nodes.setup.begin``); a resumed run's, by ``debate resume``
+(``app.store.shared_limits``) and by the worker that continues it (``app.store.queue``).
 """
 
 from __future__ import annotations
 
 import sys
 
-from debate_engine.calls.limits import RateLimit, RateLimits, declare
+from debate_engine.calls.limits import declare
+from debate_engine.calls.rate_records import RateLimit, RateLimits
 from debate_engine.config.context import Context
 from debate_engine.config.file import DebateFile
 from debate_engine.config.settings import AgentProfile, is_human

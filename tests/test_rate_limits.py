@@ -106,8 +106,8 @@ def test_requests_sent_when_the_limiter_says_never_overfill_the_provider_s_bucke
     limit: int, takes: list[tuple[float, float, float]]
 ) -> None:
     """The provider's bucket (strict, refilled as stated) admits every request sent after the wait taken, each
-    reaching it up to the headroom late, in any order."""
-    bucket, now, arrivals = Bucket("b", "tokens", float(limit), float(limit)), 0.0, []
+    reaching it up to the headroom late, in any order (a limit per 4 s: the room is three quarters of it)."""
+    bucket, now, arrivals = Bucket("b", "tokens", float(limit), limit / 4), 0.0, []
     levels: dict[str, tuple[float, float]] = {}
     for gap, share, late in takes:
         now += gap
@@ -122,11 +122,11 @@ def test_requests_sent_when_the_limiter_says_never_overfill_the_provider_s_bucke
 
 
 def test_a_wait_lasts_the_refill_a_pause_is_waited_out_a_settlement_gives_back() -> None:
-    store, bucket = InProcess(), Bucket("b", "requests", 10.0, 10.0)
+    store, bucket = InProcess(), Bucket("b", "requests", 10.0, 5.0)
     sends = [store.reserve([(bucket, 1.0)], "p", 60.0, 0.0) for _ in range(12)]
-    room = int(bucket.room)  # 10 a second, less half a second of refill: 5 at once
+    room = int(bucket.room)  # 10 per 2 s, less a second of refill: 5 at once
     assert sends[:room] == [(0.0, True)] * room
-    assert sends[-1] == (pytest.approx((12 - room) / 10), True)  # then one every tenth of a second
+    assert sends[-1] == (pytest.approx((12 - room) / 5), True)  # then one every fifth of a second
     assert store.reserve([], "p", 60.0, 0.0) == (0.0, True)
     store.pause("p", 5.0)
     assert store.reserve([], "p", 60.0, 1.0) == (5.0, True)
@@ -165,9 +165,9 @@ def test_processes_sharing_a_database_draw_on_one_bucket_and_see_one_pause(tmp_p
     def opened() -> SqliteBuckets:
         return SqliteBuckets(str(tmp_path / "d.sqlite"), clock=lambda: 100.0)
 
-    one, two, bucket = opened(), opened(), Bucket("m:requests", "requests", 4.0, 4.0)
+    one, two, bucket = opened(), opened(), Bucket("m:requests", "requests", 4.0, 2.0)
     assert [one.reserve([(bucket, 1.0)], "p", 60.0, 100.0) for _ in range(2)] == [(100.0, True)] * 2
-    assert two.reserve([(bucket, 1.0)], "p", 60.0, 100.0) == (100.25, True)  # after the other's two
+    assert two.reserve([(bucket, 1.0)], "p", 60.0, 100.0) == (100.5, True)  # after the other's two
     two.pause("p", 130.0)
     assert one.reserve([], "p", 60.0, 110.0) == (130.0, True)
 
@@ -227,8 +227,9 @@ def test_a_negative_or_non_numeric_limit_exits_2_naming_the_key(tmp_path: Path) 
 def test_each_source_of_a_limit_spaces_the_requests(
     open_server: LimitedServer, tmp_path: Path
 ) -> None:
-    """Three requests a second (room for two at once): a one-round debate's seven requests take two seconds or
-    more from the file, the context or the flag alike; with no limit, a fraction of one."""
+    """Three requests a second (none at once: a second of refill is kept unspent): a one-round debate's seven
+    requests take two seconds or more from the file, the context or the flag alike; with no limit, a fraction of
+    one."""
     free = asyncio.run(debates(debate_config(tmp_path, {}), 1))
     assert complete(free[0]) and spacing(open_server) < 1.0
     sources: list[tuple[str, Any]] = [

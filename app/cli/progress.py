@@ -8,6 +8,11 @@ total (summaries count as they come) and the tokens so far, redrawn in place;
 anywhere else nothing extra is written. ``quiet`` writes nothing. A finished
 run ends with one line of the whole debate's figures.
 
+A request waiting for its model's rate limit (``calls.limits``: a second or
+more) shows on the live line until it ends; a long wait, or with ``verbose``
+every one, also gets a line of its own. The limit a run keeps to once the
+provider stated its own (``x-ratelimit-*`` headers) is said once, with whose it is.
+
 Every figure comes from the state: each step's ``spend`` event carries the
 state's spend, which replaces the running count; between two, a call adds the
 requests and usage it is charged for. So the live line, the ``-v`` lines, the
@@ -17,6 +22,7 @@ final line, ``debate list`` and the report agree.
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any, TextIO
 
 from debate_engine.app.reports.figures import cache_phrase, duration, totals
@@ -27,6 +33,10 @@ from debate_engine.providers.secrets import redact
 
 CLEAR = "\r\033[K"
 """Back to the line's start and erase it: how the live line is redrawn."""
+LONG_WAIT_S = 10.0
+"""A rate limit's wait this long gets a line of its own without ``verbose``."""
+RATE_EVENTS = ("rate_limit_wait", "rate_limit_adopted")
+"""The road's events about rate limits (``calls.limits``)."""
 
 
 def expected_calls(agents: int, rounds: int, people: int = 0) -> int:
@@ -95,6 +105,8 @@ class Progress:
         self.moderated = self.roundtable = False
         self._drawn = False
         self._gaps: dict[str, int] = {}
+        self.waits: dict[str, float] = {}
+        """By model, when its rate limit's longest wait under way ends (seconds since the epoch)."""
 
     def resume(self, values: dict[str, Any]) -> None:
         """Start from a stored debate: the calls it has made (its spend), the calls it has left, its tokens."""
@@ -126,7 +138,7 @@ class Progress:
         self._count(kind, event)
         if self.quiet:
             return
-        line = self._line(kind, event)
+        line = self._rate_line(kind, event) if kind in RATE_EVENTS else self._line(kind, event)
         if line:
             self._print(line)
         if self.live:
@@ -171,6 +183,9 @@ class Progress:
         ):  # a step has been charged: the state's own figures replace the running count
             self.calls, self.tokens = event["calls"], event["tokens"]
             self.total = max(self.total, self.calls)
+        elif kind == "rate_limit_wait":
+            until = time.time() + float(event.get("seconds", 0))
+            self.waits[event["model"]] = max(until, self.waits.get(event["model"], 0.0))
         elif kind in ("budget_stop", "converged", "quality_reached") or (
             kind == "moderation" and event.get("converged")
         ):
@@ -245,11 +260,45 @@ class Progress:
         unit = "turn" if self.roundtable else "round"  # a roundtable's turns count as its rounds
         text = (
             f"{self.phase} · {unit} {self.round}/{self.rounds} · calls {self.calls}{of}{summaries} "
-            f"· {self.tokens} tokens"
+            f"· {self.tokens} tokens{self._waiting()}"
         )
         self.stream.write(CLEAR + text)
         self.stream.flush()
         self._drawn = True
+
+    def _rate_line(self, kind: Any, event: dict[str, Any]) -> str | None:
+        """Return the line a rate limit's event gets: the limit kept to, always; a wait, when long or verbose."""
+        if kind == "rate_limit_adopted":
+            return adopted_line(event)
+        if self.verbose or event["seconds"] >= LONG_WAIT_S:
+            return f"  {event['model']}: waiting {event['seconds']:.1f} s for its rate limit"
+        return None
+
+    def _waiting(self) -> str:
+        """Return the live line's word on the longest rate-limit wait under way (the line is redrawn only as
+        events come, so it names when the wait ends, which stays true)."""
+        now = time.time()
+        self.waits = {model: until for model, until in self.waits.items() if until > now}
+        if not self.waits:
+            return ""
+        model, until = max(self.waits.items(), key=lambda item: item[1])
+        return f" · waiting for {model}'s rate limit until {time.strftime('%H:%M:%S', time.localtime(until))}"
+
+
+def adopted_line(event: dict[str, Any]) -> str:
+    """Return the line that says which limit a run keeps to on a model once its provider stated one, and whose."""
+    unit, per = event["unit"], f"per {event['period_s']:g} s"
+    if event["source"] == "configured":
+        return (
+            f"  {event['model']}: keeping to the configured {event['limit']:g} {unit} {per} (the provider "
+            f"states {event['read']:g})"
+        )
+    given = (
+        f"stricter than the configured {event['configured']:g}"
+        if event.get("configured")
+        else "none configured"
+    )
+    return f"  {event['model']}: keeping to {event['limit']:g} {unit} {per} as the provider states ({given})"
 
 
 def _spent(event: dict[str, Any]) -> tuple[int, int, int]:

@@ -102,13 +102,15 @@ async def _serve(db: str, name: str, concurrency: int, stall_s: float) -> None:
         open_queue,
         server_of,
     )
+    from debate_engine.app.store.shared_limits import shared_store  # start-up: psycopg
     from debate_engine.graph.builder import compile_debate  # start-up: no langgraph in --help
     from debate_engine.graph.roundtable import (  # start-up: no langgraph in --help
         compile_roundtable,
     )
     from debate_engine.graph.sample import compile_sample  # start-up: no langgraph in --help
 
-    async with open_queue(db, size=concurrency + 1) as (app, saver):
+    # the rate limits' buckets in the database every worker shares: the fleet draws on one budget per model
+    async with open_queue(db, size=concurrency + 1) as (app, saver), shared_store(db):
         # Every protocol a job may name: `debate submit`'s, and `debate compare --queue`'s single and vote.
         graphs = {
             "phases": compile_debate(checkpointer=saver),

@@ -1,12 +1,14 @@
-"""The rate limits' buckets beside the debates' SQLite database: one budget for every ``debate`` process sharing it.
+"""The rate limits' buckets where the debates live: one budget for every process and worker sharing a database.
 
 The road takes each request from its model's buckets (``calls.limits``); by default they live in the process.
-Several ``debate run`` processes on one ``--db`` keep them here instead, so they draw on one budget and a 429
-one of them met pauses the others too. Each take is one short ``BEGIN IMMEDIATE`` transaction (a row per
-bucket: its level and the time it is counted at), so the processes are served in the order they came and
-nobody holds a lock while waiting. Nothing is reserved that could leak: a level drains by itself as the bucket
-refills, so a process killed between its take and its settlement costs the others at most one period of what
-it took.
+A ``debate run`` or ``resume`` keeps them with the database its ``--db`` (or ``DEBATE_DB``) names, and so does
+every ``debate worker`` for the whole time it runs: in SQLite beside the debates' file (:class:`SqliteBuckets`),
+in PostgreSQL in the debates' own database (``app.store.postgres_limits``). Every process on that database then
+draws on one budget, waits out a 429 any of them met, and records its waits where ``debate list`` reads them
+(:func:`waits_in`). Each take is one short ``BEGIN IMMEDIATE`` transaction (a row per bucket: its level and the
+time it is counted at), so the processes are served in the order they came and nobody holds a lock while
+waiting. Nothing is reserved that could leak: a level drains by itself as the bucket refills, so a process
+killed between its take and its settlement costs the others at most one period of what it took.
 
 The tables live in a SQLite file of their own next to the database (``debates.sqlite`` ->
 ``debates.limits.sqlite``): a few commits a second from each process in the checkpoints' own file made a
@@ -16,6 +18,7 @@ time; none in 42 with no limiter). Its rows are the limiter's alone.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -25,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.store.database import is_postgres, sqlite_file
-from debate_engine.calls.buckets import Level, Take, adjusted, plan
+from debate_engine.calls.buckets import Level, Store, Take, Wait, adjusted, floored, plan
 from debate_engine.calls.limits import declare, limits_of, sharing
 
 TABLES = (
     "CREATE TABLE IF NOT EXISTS rate_buckets (name TEXT PRIMARY KEY, level REAL NOT NULL, at REAL NOT NULL)",
     "CREATE TABLE IF NOT EXISTS rate_pauses (name TEXT PRIMARY KEY, until REAL NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS rate_waits (run TEXT PRIMARY KEY, model TEXT NOT NULL, until REAL NOT NULL)",
 )
 UPSERT = (
     "INSERT INTO rate_buckets (name, level, at) VALUES (?, ?, ?) "
@@ -110,6 +114,29 @@ class SqliteBuckets:
                 (name, until),
             )
 
+    def floor(self, floors: Sequence[Take], now: float) -> None:
+        """Raise each bucket to at least its floor at ``now`` (what the provider said it counts)."""
+        with self._transaction() as conn:
+            after = floored(_levels(conn, floors), floors, max(now, self.clock()))
+            conn.executemany(UPSERT, [(n, level, at) for n, (level, at) in after.items()])
+
+    def note_wait(self, run: str, model: str, until: float) -> None:
+        """Record that a request of ``run`` waits for ``model`` until ``until``."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO rate_waits (run, model, until) VALUES (?, ?, ?) "
+                "ON CONFLICT(run) DO UPDATE SET model = excluded.model, until = excluded.until",
+                (run, model, until),
+            )
+
+    def waits(self) -> dict[str, Wait]:
+        """Return each run's wait that has not ended yet."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT run, model, until FROM rate_waits WHERE until > ?", (self.clock(),)
+            ).fetchall()
+        return {run: (model, until) for run, model, until in rows}
+
 
 def _levels(conn: sqlite3.Connection, takes: Sequence[Take]) -> dict[str, Level]:
     names = sorted({bucket.name for bucket, _ in takes})
@@ -132,20 +159,56 @@ def limits_file(db: Path) -> Path:
 
 @asynccontextmanager
 async def shared_limits(db: str, thread: str, settings: Any) -> AsyncIterator[None]:
-    """Hold the run on ``thread`` to the rate limits its settings fix, their buckets in the SQLite database ``db``
-    while it runs (so that every process running debates there shares them).
-
-    A run that states no limit keeps its buckets in the process (a 429 then pauses this process's runs only);
-    so does a PostgreSQL database, whose table is not written yet.
-    """
-    limits = limits_of(settings)
-    declare(thread, limits)
-    if is_postgres(db) or not (limits["models"] or limits["providers"]):
+    """Hold the run on ``thread`` to the rate limits its settings fix, their buckets in the database ``db``
+    while it runs (:func:`shared_store`), so that every process running debates there shares them."""
+    declare(thread, limits_of(settings))
+    async with shared_store(db):
         yield
-        return
-    store = SqliteBuckets(str(limits_file(sqlite_file(db))))
+
+
+@asynccontextmanager
+async def shared_store(db: str) -> AsyncIterator[Store]:
+    """Keep this process's buckets, pauses and waits with the database ``db`` while the block runs (one run's
+    process, or a worker's for as long as it runs), then as before.
+
+    Whether or not a run states a limit: a 429 it meets pauses the model for every process, and its waits show
+    in ``debate list``.
+    """
+    store = await asyncio.to_thread(open_store, db)
     try:
         with sharing(store):
-            yield
+            yield store
+    finally:
+        await asyncio.to_thread(store.close)
+
+
+def open_store(db: str) -> Store:
+    """Return the store every process on ``db`` shares: its PostgreSQL database, or a SQLite file beside it."""
+    if is_postgres(db):
+        from debate_engine.app.store.postgres_limits import (  # start-up: psycopg, the postgres extra
+            PostgresBuckets,
+        )
+
+        return PostgresBuckets(db)
+    return SqliteBuckets(str(limits_file(sqlite_file(db))))
+
+
+def waits_in(db: str) -> dict[str, tuple[str, float]]:
+    """Return, by run, the model each run on ``db`` waits for and the seconds left: what the store records,
+    read without creating it (nothing when no run there ever shared it)."""
+    if is_postgres(db):
+        from debate_engine.app.store.postgres_limits import (  # start-up: psycopg, the postgres extra
+            waits_in_postgres,
+        )
+
+        return waits_in_postgres(db)
+    path = limits_file(sqlite_file(db))
+    if not path.exists():
+        return {}
+    store = SqliteBuckets(str(path))
+    try:
+        found = store.waits()
     finally:
         store.close()
+    now = time.time()
+    return {run: (model, until - now) for run, (model, until) in found.items()}

@@ -6,6 +6,8 @@ and its prompt plus its output allowance (``max_completion_tokens``), as OpenAI 
 allowance it did not write is given back. A request either bucket cannot hold is answered 429 with
 ``Retry-After`` (whole seconds, as providers send it) and ``retry-after-ms``: the time until the refill covers
 it. The period is a parameter: the tests and ``bench/ratelimits.py`` run on a scaled clock (limits per second).
+With ``states_limits`` it answers as OpenAI does, stating its limits per period and what is left of them in each
+answer's ``x-ratelimit-limit-*``, ``-remaining-*`` and ``-reset-*`` headers.
 
     with LimitedServer(rpm=5, tpm=4000, period_s=1.0) as server:
         ...
@@ -14,15 +16,21 @@ it. The period is a parameter: the tests and ``bench/ratelimits.py`` run on a sc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import sqlite3
 import threading
 import time
 import uuid
 from collections import Counter
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from debate_engine import compile_debate
 from tests.support.openai_server import OpenAIServer
 from tests.support.prompt_cache import tokens_of, tool_tokens
 
@@ -37,22 +45,42 @@ class LimitedServer(OpenAIServer):
         *,
         period_s: float = 1.0,
         words: int = 12,
+        states_limits: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(words=words, **kwargs)
         self.rpm, self.tpm, self.period_s = rpm, tpm, period_s
+        self.states_limits = states_limits
+        self._stating = threading.local()
+        """The ``x-ratelimit-*`` headers of the answer this handler thread is sending."""
         self.refused: Counter[str] = Counter()
         """Requests answered 429, by model."""
         self.admitted: list[tuple[float, str, float]] = []
         """Each request let through: when (``time.monotonic()``), the model, the tokens counted at arrival."""
         self.used: list[tuple[float, str, float]] = []
         """Each request answered: when, the model, the tokens it counts once settled (prompt and words written)."""
+        self.arrivals: list[tuple[float, str, float | None]] = []
+        """Each chat request: when, what it asked (its messages, hashed), and the wait its 429 asked for (None:
+        let through)."""
         self._levels: dict[tuple[str, str], tuple[float, float]] = {}
         self._limit_lock = threading.Lock()
 
     def __enter__(self) -> LimitedServer:
         self.start()
         return self
+
+    def start(self) -> LimitedServer:
+        """Start serving; its answers carry the headers :meth:`on_answer` set."""
+        super().start()
+        assert self._httpd is not None
+        self._httpd.RequestHandlerClass = _stating(self._httpd.RequestHandlerClass)
+        return self
+
+    def stated(self) -> dict[str, str]:
+        """Return (and forget) the ``x-ratelimit-*`` headers of the answer this thread is sending."""
+        headers: dict[str, str] = getattr(self._stating, "headers", {})
+        self._stating.headers = {}
+        return headers
 
     def _limits(self) -> list[tuple[str, float]]:
         return [(u, v) for u, v in (("requests", self.rpm), ("tokens", self.tpm)) if v]
@@ -78,9 +106,11 @@ class LimitedServer(OpenAIServer):
                 ),
                 default=0.0,
             )
+            asked = _asked(body)
             if short > 1e-9:
                 self.refused[model] += 1
                 wait = self.period_s if costs["tokens"] > (self.tpm or math.inf) else short
+                self.arrivals.append((now, asked, math.ceil(wait * 1000) / 1000))
                 return {
                     "Retry-After": str(math.ceil(wait)),
                     "retry-after-ms": str(math.ceil(wait * 1000)),
@@ -88,6 +118,7 @@ class LimitedServer(OpenAIServer):
             for unit, _ in self._limits():
                 self._levels[(model, unit)] = (levels[unit] + costs[unit], now)
             self.admitted.append((now, model, costs["tokens"]))
+            self.arrivals.append((now, asked, None))
         return None
 
     def on_answer(self, body: dict[str, Any], usage: dict[str, Any]) -> None:
@@ -98,10 +129,36 @@ class LimitedServer(OpenAIServer):
         with self._limit_lock:
             now = time.monotonic()
             self.used.append((now, model, float(prompt_tokens(body) + allowance - unused)))
-            if not self.tpm:
-                return
-            level = self._level(model, "tokens", self.tpm, now)
-            self._levels[(model, "tokens")] = (max(0.0, level - unused), now)
+            if self.tpm:
+                level = self._level(model, "tokens", self.tpm, now)
+                self._levels[(model, "tokens")] = (max(0.0, level - unused), now)
+            if self.states_limits:
+                self._stating.headers = self._headers(model, now)
+
+    def _headers(self, model: str, now: float) -> dict[str, str]:
+        """Return what OpenAI states of a model's limits after an answer: per unit, the limit per period, what is
+        left, and the time until the bucket is full again."""
+        out = {}
+        for unit, limit in self._limits():
+            level = self._level(model, unit, limit, now)
+            out[f"x-ratelimit-limit-{unit}"] = f"{limit:g}"
+            out[f"x-ratelimit-remaining-{unit}"] = str(max(0, math.floor(limit - level)))
+            out[f"x-ratelimit-reset-{unit}"] = (
+                f"{math.ceil(level / limit * self.period_s * 1000)}ms"
+            )
+        return out
+
+    def retried_early(self) -> list[tuple[float, float]]:
+        """Return, for each refused request asked again before its ``Retry-After`` ended, how long after it was
+        asked again and how long it was told to wait (none: every one waited)."""
+        with self._limit_lock:
+            arrivals = list(self.arrivals)
+        early = []
+        for i, (at, asked, wait) in enumerate(arrivals):
+            again = next((t for t, same, _ in arrivals[i + 1 :] if same == asked), None)
+            if wait is not None and again is not None and again - at < wait - 0.001:
+                early.append((again - at, wait))
+        return early
 
     def refused_total(self) -> int:
         """Return the requests this server refused, over every model."""
@@ -115,6 +172,24 @@ class LimitedServer(OpenAIServer):
         if len(times) < 2:
             return 0.0
         return (len(times) - 1) / (times[-1] - times[0]) * self.period_s
+
+
+def _stating(base: type[BaseHTTPRequestHandler]) -> type[BaseHTTPRequestHandler]:
+    """Return the server's request handler, its answers carrying the headers its owner states."""
+
+    class Stating(base):  # type: ignore[misc,valid-type]  # the base server's handler, known at run time
+        def end_headers(self) -> None:
+            for name, value in self.server.owner.stated().items():
+                self.send_header(name, value)
+            super().end_headers()
+
+    return Stating
+
+
+def _asked(body: dict[str, Any]) -> str:
+    """Return what a request asks, as a short key: a retry asks exactly the same."""
+    text = json.dumps([body.get("model"), body.get("messages")], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
@@ -160,3 +235,17 @@ def complete(values: dict[str, Any], agents: int = 2, rounds: int = 1) -> bool:
         "synthesis": 1,
     }
     return bool(values.get("solution")) and all(kinds[k] == n for k, n in wanted.items())
+
+
+def stored_debates(db: Path) -> dict[str, Any]:
+    """Return the final values of every debate thread in the SQLite database ``db``, by thread."""
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        threads = [r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")]
+        graph = compile_debate(checkpointer=SqliteSaver(conn))
+        return {t: graph.get_state({"configurable": {"thread_id": t}}).values for t in threads}
+
+
+def charged(values: dict[str, Any]) -> tuple[int, int]:
+    """Return the requests and tokens a debate's spend charged (what the provider billed, when all is well)."""
+    total = values["spend"]["total"]
+    return total["calls"], total["input_tokens"] + total["output_tokens"]
