@@ -1,8 +1,9 @@
-"""The charts: valid SVG naming every agent, position and protocol; a point per stated position;
+"""The charts: valid SVG naming every agent, stance and protocol; a bar per stance held at each step;
 and, measured by matplotlib's own renderer, no text over another and nothing outside the figure."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -25,16 +26,25 @@ LONG = "Shard the cache by tenant and {} with a write-behind queue, a circuit br
 
 
 def debate(agents: dict[str, list[tuple[int, str]]], protocol: str = "phases") -> dict[str, Any]:
-    """Return a debate's values: each agent's ``(confidence, answer)`` proposed, then per round."""
-    transcript = []
-    for agent, stated in agents.items():
-        for step, (confidence, answer) in enumerate(stated):
+    """Return a debate's values: each agent's ``(confidence, answer)`` proposed, then per round.
+
+    The turns are in the order a debate makes them: every agent's proposal, then round by round
+    (a roundtable's agents take turns, one turn each).
+    """
+    transcript: list[dict[str, Any]] = []
+    steps = max(len(stated) for stated in agents.values())
+    for step in range(steps):
+        for agent, stated in agents.items():
+            if step >= len(stated):
+                continue
+            confidence, answer = stated[step]
             kind = "proposal" if step == 0 and protocol == "phases" else "refinement"
+            number = len(transcript) // 2 + 1 if protocol == "roundtable" else max(step, 1)
             position = {"position": answer, "confidence": confidence, "answer": answer}
             transcript.append(
-                {"kind": kind, "round": max(step, 1), "speaker": agent, "position": position}
+                {"kind": kind, "round": number, "speaker": agent, "position": position}
             )
-            transcript.append({"kind": "critique", "round": max(step, 1), "speaker": agent})
+            transcript.append({"kind": "critique", "round": number, "speaker": agent})
     return {"settings": {"protocol": protocol}, "transcript": transcript}
 
 
@@ -110,59 +120,75 @@ THREE = {
 }
 
 
-def test_the_positions_chart_is_svg_naming_every_agent_and_position() -> None:
+def test_the_positions_chart_is_svg_naming_every_agent_and_stance() -> None:
     svg = charts.positions_svg(debate(THREE))
     assert svg is not None and svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     shown = words(svg)
-    assert {"Agents", "Positions", "architect", "kiss", "security", "42", "41", "yes"} <= set(shown)
-    assert "security, round 1: 100% for 42" in shown  # each point says what it is on hover
+    assert {"Stances, by answer", "architect", "kiss", "security", "42", "41", "yes"} <= set(shown)
+    assert "round 1: 2 of 3 (architect, security) hold 42" in shown  # each bar says what it is
+    assert "kiss, proposed to round 2: 41" in shown  # and each agent's run of one stance
     assert svg == charts.positions_svg(debate(THREE))  # the same input, the same bytes
     assert "<text" in svg and "DejaVuSans" not in svg  # text stays text, no glyph outlines
 
 
-def test_the_positions_chart_draws_a_point_per_stated_position_and_a_line_per_agent() -> None:
+def bars(chart: charts.Chart) -> dict[float, list[float]]:
+    """Return each column's bar heights, by the column's place, in the upper panel."""
+    found: dict[float, list[float]] = {}
+    for bar in chart.figure.axes[0].patches:
+        found.setdefault(round(bar.get_x() + bar.get_width() / 2, 6), []).append(bar.get_height())
+    return found
+
+
+def test_the_positions_chart_stacks_the_share_of_agents_per_stance_at_each_step() -> None:
     svg = charts.positions_svg(debate(THREE))
     assert svg is not None
-    for i, agent in enumerate(THREE):
-        points = marks(svg, f"agent-{i}-points")
-        assert len(points) == len(THREE[agent])
-        assert all(p.find(f"{SVG}title") is not None for p in points)
-        line = next(
-            g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("id") == f"agent-{i}-line"
-        )
-        assert line.findtext(f"{SVG}title") == agent
+    ids = [g.get("id") or "" for g in ET.fromstring(svg).iter(f"{SVG}g")]
+    at = [[i for i in ids if re.fullmatch(rf"stance-\d+-at-{x}", i)] for x in range(3)]
+    assert [len(column) for column in at] == [3, 2, 2]  # proposed: 41, 42, yes; then 41 and 42
+    chart = chart_of(debate(THREE))
+    assert chart is not None
+    heights = bars(chart)
+    assert [sorted(round(h) for h in heights[x]) for x in sorted(heights)] == [
+        [33, 33, 33],
+        [33, 67],
+        [33, 67],
+    ]
+    runs = [i for i in ids if re.fullmatch(r"agent-\d+-run-\d+", i)]
+    assert len(runs) == 5  # architect 42 then 41, kiss 41, security yes then 42
 
 
 def test_no_positions_no_chart() -> None:
     assert charts.positions_svg({"transcript": [{"kind": "critique", "speaker": "a"}]}) is None
 
 
-def test_two_agents_at_100_with_different_positions_both_show_and_no_label_overlaps() -> None:
+def test_two_agents_who_disagree_split_each_step_half_and_half_and_no_label_overlaps() -> None:
     values = debate({"kiss": [(100, "yes"), (100, "yes")], "security": [(100, "no"), (100, "no")]})
     chart = chart_of(values)
     texts = assert_readable(chart)
     assert {"kiss", "security", "yes", "no"} <= set(texts)
-    with drawn(chart) as (shown, _):
-        centres = [
-            c.get_offset_transform().transform(c.get_offsets())
-            for c in shown.figure.axes[0].collections
-        ]
-        across = charts.MARKER_AREA**0.5 * shown.figure.dpi / 72  # a marker's width in pixels
-        for one, other in zip(centres[0], centres[1], strict=True):
-            assert abs(one[0] - other[0]) >= across  # side by side, neither hides the other
-        top = shown.figure.axes[0].bbox.y1
-        assert all(y <= top for points in centres for _, y in points)  # 100 is inside the plot
+    assert chart is not None
+    assert [sorted(h) for h in bars(chart).values()] == [[50.0, 50.0], [50.0, 50.0]]
 
 
-def test_eight_agents_with_long_positions_overlap_nothing_and_fit_the_figure() -> None:
+def test_eight_agents_with_long_alike_positions_hold_one_stance_shortened_and_readable() -> None:
     agents = {
         f"agent-with-a-long-name-{i}": [(100, LONG.format(i)), (90 - i, LONG.format(i + 1))]
         for i in range(8)
     }
     texts = assert_readable(chart_of(debate(agents)))
     assert all(name in texts for name in agents)
-    assert "1 other position" in texts  # nine positions: the ninth past the palette, in grey
-    assert sum(t.endswith("…") for t in texts) == 8  # long labels shortened, the whole on hover
+    named = [t for t in texts if t.startswith("Shard the cache")]
+    assert len(named) == 1 and named[0].endswith("…")  # one stance, its name shortened
+
+
+def test_nine_different_answers_show_six_stances_and_one_other() -> None:
+    agents = {f"agent {i}": [(100, f"answer {i}"), (90, f"answer {i}")] for i in range(9)}
+    chart = chart_of(debate(agents))
+    texts = assert_readable(chart)
+    assert chart is not None
+    legend = [t.get_text() for t in chart.figure.legends[0].get_texts()]
+    assert legend == [*(f"answer {i}" for i in range(6)), "other (3 stances)"]
+    assert "other (3 stances)" in texts
 
 
 def test_a_long_roundtable_labels_its_turns_without_overlap() -> None:

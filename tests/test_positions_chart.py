@@ -1,4 +1,4 @@
-"""The positions chart: written beside the report, linked from it, one line per agent, one point per position."""
+"""The stance chart: written beside the report, linked from it, a stacked bar per step, a row per agent."""
 
 from __future__ import annotations
 
@@ -39,18 +39,14 @@ def test_a_report_file_gets_its_positions_chart_beside_it_and_links_it(tmp_path:
     assert "![Positions over rounds](debate.positions.svg)" in report.read_text()
     svg = chart.read_text()
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
-    groups = {g.get("id"): g for g in ET.fromstring(svg).iter(f"{SVG}g")}
-    lines = [gid for gid in groups if re.fullmatch(r"agent-\d+-line", gid or "")]
-    assert len(lines) == len(AGENTS)
-    points = [
-        mark
-        for gid, group in groups.items()
-        if re.fullmatch(r"agent-\d+-points", gid or "")
-        for mark in group.iter()
-        if mark.tag in (f"{SVG}use", f"{SVG}path") and mark.find(f"{SVG}title") is not None
-    ]
-    assert len(points) == len(AGENTS) * 3  # proposed, r1, r2: each point drawn, titled for hover
-    assert all(f"<title>{agent}</title>" in svg for agent in AGENTS)
+    ids = [g.get("id") or "" for g in ET.fromstring(svg).iter(f"{SVG}g")]
+    columns = {int(i.rsplit("-", 1)[1]) for i in ids if re.fullmatch(r"stance-\d+-at-\d+", i)}
+    assert columns == {0, 1, 2}  # proposed, round 1, round 2: a stacked bar each
+    legend = [i for i in ids if re.fullmatch(r"stance-\d+", i)]
+    assert 1 <= len(legend) <= 7  # nine free-text positions, at most six stances and an other
+    assert all(
+        re.search(rf"<title>{agent}, proposed", svg) for agent in AGENTS
+    )  # hover: who holds what
 
     again = tmp_path / "again.md"
     assert cli("report", "c", "--db", str(db), "--output", str(again)).returncode == 0
