@@ -5,6 +5,11 @@ its own proposals and refinements, and the critiques aimed at it, never a
 critique aimed at someone else. The judge's perspective is the whole debate
 but the synthesis. In the roundtable every turn is everyone's.
 
+In an anonymous debate a reader sees the same turns under other names
+(:class:`Relabelled`): every other author by a letter (``Author A``), in an
+order shuffled per reader and seeded by the run, and itself as ``you``; the
+transcript itself keeps who wrote what.
+
 Nothing here scans a whole transcript: views and triggers walk back from the
 newest turn to the point their summary covers, so a step's cost depends on
 the uncovered tail, not on how long the debate has run.
@@ -12,12 +17,19 @@ the uncovered tail, not on how long the debate has run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import hashlib
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import cast, overload
 
 from debate_engine.memory.records import SummaryRecord, Turn
 
 JUDGE_ID = "judge"
 SHARED_KINDS = frozenset({"briefing", "clarification", "message"})
+YOU = "you"
+"""How an anonymous view names its reader: its own turns are by ``you``, the critiques of its proposal of ``you``."""
+AUTHOR = "Author"
+"""The word before an author's letter in an anonymous view: ``Author A`` wrote proposal A."""
 
 
 def sees(turn: Turn, viewer: str) -> bool:
@@ -81,3 +93,66 @@ def latest_summaries(
             found[record["agent_id"]] = record
             wanted.discard(record["agent_id"])
     return found
+
+
+def author_labels(authors: Iterable[str], reader: str, seed: str) -> dict[str, str]:
+    """Return the name each author is shown by to ``reader``: a letter each, in an order shuffled per reader.
+
+    The shuffle is seeded by the run and the reader, so a reader meets the same letters all debate long (and
+    again on resume) while two readers, or two runs, do not share an order: no letter says who spoke first.
+    """
+    everyone = set(authors)
+    others = sorted(everyone - {reader})
+    random.Random(hashlib.sha256(f"{seed}|{reader}".encode()).digest()).shuffle(others)
+    labels = {author: f"{AUTHOR} {letters(i)}" for i, author in enumerate(others)}
+    return labels | ({reader: YOU} if reader in everyone else {})
+
+
+def letters(index: int) -> str:
+    """Return the ``index``-th letter name: A to Z, then AA, AB, ... (a panel may seat 99 voters)."""
+    name = ""
+    index += 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        name = chr(ord("A") + rest) + name
+    return name
+
+
+def relabel(turn: Turn, labels: Mapping[str, str]) -> Turn:
+    """Return ``turn`` as an anonymous reader is shown it: speaker and target by label, no role, model or id."""
+    target = turn["target"]
+    speaker = labels.get(turn["speaker"], turn["speaker"])
+    shown = {
+        **turn,
+        "id": f"{turn['kind']}:{turn['seq']}",
+        "speaker": speaker,
+        "role": "" if speaker != turn["speaker"] else turn["role"],
+        "target": labels.get(target, target) if target else target,
+        "model": None,
+    }
+    return cast(Turn, shown)
+
+
+class Relabelled(Sequence[Turn]):
+    """A transcript as one anonymous reader sees it: the same turns at the same places, each relabelled when read.
+
+    Nothing is copied: a view walks back from the newest turn as it does over the transcript itself.
+    """
+
+    def __init__(self, transcript: Sequence[Turn], labels: Mapping[str, str]) -> None:
+        self._transcript = transcript
+        self._labels = labels
+
+    def __len__(self) -> int:
+        return len(self._transcript)
+
+    @overload
+    def __getitem__(self, index: int) -> Turn: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Turn]: ...
+
+    def __getitem__(self, index: int | slice) -> Turn | list[Turn]:
+        if isinstance(index, slice):
+            return [relabel(t, self._labels) for t in self._transcript[index]]
+        return relabel(self._transcript[index], self._labels)

@@ -2,7 +2,8 @@
 
 The question carries what the person needs to write the turn: the task, the
 problem, and the view an agent in that seat would get (the same prompt, in the
-same budget). It is asked inside the task, so the agents' calls of the same
+same budget; in an anonymous debate every other agent, the target too, by its
+letter). It is asked inside the task, so the agents' calls of the same
 phase run meanwhile and are checkpointed; the answer then becomes the task's
 result like a model's reply. An answer of the wrong shape is never taken:
 the question is asked again with an ``error`` naming the expected shape.
@@ -55,8 +56,8 @@ def question(call: Call, error: str | None = None) -> dict[str, Any]:
         "name": call.agent["name"],
         "kind": call.kind,
         "round": call.round,
-        "target": call.target,
-        "task": task_text(call.kind, call.round, call.target),
+        "target": call.shown_target or call.target,  # by its letter in an anonymous debate
+        "task": task_text(call.kind, call.round, call.shown_target or call.target),
         "problem": call.problem,
         "view": {
             "system": call.system,

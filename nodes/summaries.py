@@ -53,7 +53,7 @@ from debate_engine.memory import (
 )
 from debate_engine.memory.budget import FRAME_OVERHEAD, turn_cost
 from debate_engine.memory.facets import FACET_CAPS
-from debate_engine.memory.perspective import opening_clarifications
+from debate_engine.memory.perspective import Relabelled, opening_clarifications
 from debate_engine.memory.records import Usage
 from debate_engine.memory.summary_prompt import (
     SUMMARY_MARGIN,
@@ -67,7 +67,7 @@ from debate_engine.memory.summary_settings import resolved
 from debate_engine.nodes.calls import Call, run_key, task_named
 from debate_engine.nodes.schedule import TABLE_ID, Step, next_step, step_key, table_profile
 from debate_engine.nodes.status import emit
-from debate_engine.nodes.views import budget_of, summaries_of
+from debate_engine.nodes.views import budget_of, labels_for, summaries_of
 from debate_engine.prompts import load_prompt, render
 from debate_engine.providers.secrets import redact
 
@@ -287,7 +287,8 @@ def jobs(
         settings = resolved(profile["summarization"])
         budget = budget_of(profile)
         previous = summaries_of(state, [profile]).get(profile["id"])
-        material = summary_material(state["transcript"], profile["id"], previous, settings, budget)
+        transcript, reader = read_by(state, profile)
+        material = summary_material(transcript, reader, previous, settings, budget)
         fold_note = " and fold the previous summary into the new one" if material.plan.fold else ""
         calls.append(
             SummaryCall(
@@ -308,11 +309,20 @@ def jobs(
                     instruction=render(load_prompt("phases/summarize_task"), fold_note=fold_note),
                     model_spec=profile["model"],
                     problem=state.get("problem", ""),
-                    pinned=tuple(opening_clarifications(state["transcript"])),
+                    pinned=tuple(opening_clarifications(transcript)),
                 ),
             )
         )
     return calls
+
+
+def read_by(state: ConversationState, profile: AgentProfile) -> tuple[Sequence[Turn], str]:
+    """Return the transcript as ``profile`` reads it, and its name in it: in an anonymous debate every other
+    author by the letter its views show, so that no summary names who wrote what."""
+    labels = labels_for(state, profile)
+    if labels is None:
+        return state["transcript"], profile["id"]
+    return Relabelled(state["transcript"], labels), labels.get(profile["id"], profile["id"])
 
 
 @lru_cache(maxsize=32)

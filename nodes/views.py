@@ -1,13 +1,19 @@
-"""Each agent's call, built from state: its budget, its latest summary, its working view."""
+"""Each agent's call, built from state: its budget, its latest summary, its working view.
+
+In an anonymous debate (``settings["anonymous"]``) the view and the task of a debater's, a person's or the
+judge's call name every other agent by a letter (``Author A``), shuffled per reader and seeded by the run
+(``memory.perspective.author_labels``): no id, role or model of another agent reaches the prompt.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
 from debate_engine.calls.ledger import Price
-from debate_engine.config.settings import AgentProfile
+from debate_engine.config.settings import PERSON_TURN_ROLE, AgentProfile, RunSettings
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory import (
     Budget,
@@ -19,8 +25,9 @@ from debate_engine.memory import (
     working_view,
 )
 from debate_engine.memory.budget import MIN_TOTAL
-from debate_engine.memory.records import TurnKind
-from debate_engine.nodes.calls import Call
+from debate_engine.memory.perspective import Relabelled, author_labels
+from debate_engine.memory.records import Turn, TurnKind
+from debate_engine.nodes.calls import Call, run_key
 from debate_engine.nodes.positions import POSITION_KINDS, contribution_schema
 from debate_engine.nodes.schedule import TABLE_ID
 
@@ -29,6 +36,9 @@ DEBATER_KINDS = frozenset({"proposal", "critique", "refinement", "message"})
 FRAMED_KINDS = DEBATER_KINDS | {"synthesis", "moderation"}
 """Calls whose prompt opens with the problem, right after the system prompt (the clarifying questions and the
 assessments put it in their own task)."""
+ANONYMOUS_KINDS = DEBATER_KINDS | {"clarification", "synthesis"}
+"""The calls an anonymous debate shows the other agents by letter. The moderator and the assessments answer with
+an agent's id (who speaks next, whose proposal is best), so they are shown the ids."""
 
 
 def budget_of(profile: AgentProfile) -> Budget:
@@ -94,6 +104,13 @@ def agent_call(
 
     The task is the prompt's last part, so an agent's calls of one phase differ only there.
     """
+    transcript: Sequence[Turn] = state.get("transcript", [])
+    viewer, shown_target = profile["id"], None
+    labels = labels_for(state, profile) if kind in ANONYMOUS_KINDS else None
+    if labels is not None:
+        task = anonymized(task, labels, state["settings"])
+        transcript, viewer = Relabelled(transcript, labels), labels.get(viewer, viewer)
+        shown_target = labels.get(target, target) if target else None
     notes = state["settings"].get("reply_notes") or {}
     note = notes.get(f"{round_no}:{profile['id']}") or notes.get(str(round_no))
     if note and kind in DEBATER_KINDS:
@@ -101,8 +118,8 @@ def agent_call(
     if schema is None and kind in POSITION_KINDS:
         schema = contribution_schema(profile["max_output_tokens"])
     view = working_view(
-        state.get("transcript", []),
-        profile["id"],
+        transcript,
+        viewer,
         summary,
         system_prompt=profile["system_prompt"],
         task=task,
@@ -122,7 +139,35 @@ def agent_call(
         unseen=None if view.complete else (covered_until(summary), view.record["from_seq"]),
         problem=state.get("problem", ""),
         prices=models_prices(state["settings"].get("prices") or {}, profile),
+        shown_target=shown_target,
     )
+
+
+def labels_for(state: ConversationState, profile: AgentProfile) -> dict[str, str] | None:
+    """Return the names ``profile`` is shown every author by in an anonymous debate (None: the debate is named).
+
+    Seeded by the run's thread: a resumed run shows the same letters, another run (a fork too) others.
+    """
+    settings = state["settings"]
+    if not settings.get("anonymous"):
+        return None
+    gone = [m["agent"] for m in settings.get("missing") or []]
+    authors = [*(a["id"] for a in settings["agents"]), *gone]
+    return author_labels(authors, profile["id"], run_key())
+
+
+def anonymized(task: str, labels: Mapping[str, str], settings: RunSettings) -> str:
+    """Return a task with every agent it names by id and role (``security (security)``, a critique's target, the
+    judge's participants, a merge's proposals) or in a list of who holds a position (``- kiss, security: ...``)
+    named by its label instead. What the agents wrote is left as they wrote it."""
+    roles = {a["id"]: {a["role"], PERSON_TURN_ROLE} for a in settings["agents"]}
+    roles |= {m["agent"]: {m["role"], PERSON_TURN_ROLE} for m in settings.get("missing") or []}
+    for agent, label in labels.items():
+        named = "|".join(re.escape(r) for r in sorted(roles.get(agent, {PERSON_TURN_ROLE})) if r)
+        task = re.sub(rf"(?<![\w:.-]){re.escape(agent)} \((?:{named})\)", label, task)
+    ids = "|".join(re.escape(a) for a in sorted(labels, key=len, reverse=True))
+    holders = re.compile(rf"^- ((?:{ids})(?:, (?:{ids}))*):", re.MULTILINE)
+    return holders.sub(lambda m: "- " + ", ".join(labels[a] for a in m[1].split(", ")) + ":", task)
 
 
 def models_prices(prices: dict[str, Price], profile: AgentProfile) -> tuple[tuple[str, Price], ...]:

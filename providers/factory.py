@@ -1,8 +1,8 @@
 """The one model factory: a spec string in, a LangChain chat model out.
 
 Specs: ``openai:<model>``, ``openrouter:<model>``, ``local:smollm2`` (the
-embedded default) and ``fake[:words=N,latency_ms=N,solve=P,conform=C]``. Nodes never import a
-provider SDK; they ask this module.
+embedded default) and ``fake[:words=N,latency_ms=N,solve=P,conform=C,defer=AGENT:D]``.
+Nodes never import a provider SDK; they ask this module.
 """
 
 from __future__ import annotations
@@ -105,13 +105,14 @@ FAKE_PARAMS = (
     "fail",
     "solve",
     "conform",
+    "defer",
     "grammar",
 )
 FAKE_USAGE = (
     "use words=N, latency_ms=N, summary_latency_ms=N, structured=false, grammar=false, "
     "fail=transport|invalid|summaries, "
     "solve=P or conform=C (P and C between 0 and 1; per question, solve=A-B draws P from a range "
-    "and solve=A/B/... among values)"
+    "and solve=A/B/... among values), defer=AGENT:D (take AGENT's answer with probability D)"
 )
 
 
@@ -140,11 +141,19 @@ def _fake_params(rest: str) -> dict[str, str]:
             raise ModelConfigError(
                 f"fake model parameter {item!r}: {key} must be a probability between 0 and 1"
             )
+        if key == "defer" and not (
+            value.rpartition(":")[0] and _probability(value.rpartition(":")[2])
+        ):
+            raise ModelConfigError(
+                f"fake model parameter {item!r}: defer must be AGENT:P, an agent's id and a probability "
+                "between 0 and 1 (defer=security:0.8)"
+            )
         params[key] = value
-    if "conform" in params and "solve" not in params:
-        raise ModelConfigError(
-            "fake model parameter conform needs solve=P too: only the population conforms"
-        )
+    for key in ("conform", "defer"):
+        if key in params and "solve" not in params:
+            raise ModelConfigError(
+                f"fake model parameter {key} needs solve=P too: only the population {key}s"
+            )
     return params
 
 
@@ -167,6 +176,12 @@ def _probability(value: str) -> bool:
 def _solve(params: dict[str, str]) -> list[float]:
     """Return the fake's solve probabilities as its spec gives them (none: it is not the population)."""
     return [float(v) for v in solve_values(params["solve"])] if "solve" in params else []
+
+
+def _defer(value: str) -> tuple[str, float]:
+    """Return ``defer=AGENT:P`` as the agent deferred to and the probability of taking its answer."""
+    agent, _, probability = value.rpartition(":")
+    return agent, float(probability)
 
 
 def spec_from_config(model: str | None, provider: str | None) -> str | None:
@@ -227,6 +242,7 @@ def _build(
             difficulty=tuple(spread) if len(spread) > 1 else (),
             mixture="/" in p.get("solve", ""),
             conform=float(p.get("conform", 0)),
+            defer=_defer(p["defer"]) if "defer" in p else None,
             grammar=p.get("grammar", "true").lower() != "false",
         )
     from langchain_openai import ChatOpenAI  # start-up: openai only for a real model
@@ -242,6 +258,8 @@ def _build(
         # Each request is sent once: the road retries (calls/retry.py), so that every request is an attempt,
         # counted and charged, and none is re-sent after the road gave its call up at the deadline.
         "max_retries": 0,
+        # The answer's headers in its response_metadata: the road reads the provider's x-ratelimit-* limits there.
+        "include_response_headers": True,
     }
     if parsed.provider == "local":
         server = ensure_server()

@@ -10,6 +10,10 @@ a problem holding an integer expression (``12+34*56``) it answers right with
 probability ``solve`` and otherwise the one fixed wrong answer (right + 1), so
 a plurality is a majority and the binomial formula applies; shown other
 agents' answers, it takes their majority's with probability ``conform``.
+Given ``defer=AGENT:P``, shown the answer of the agent ``AGENT`` by name, it
+takes that answer with probability ``P`` (before any conformity): identity
+bias, which an anonymous debate (the others as ``Author A``) gives it no name
+to act on.
 Each draw is seeded by the run's thread, the agent and the question, so a
 resumed run draws the same and every voter draws on its own.
 
@@ -39,6 +43,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 from pydantic import BaseModel
 
 from debate_engine.memory.budget import PROBLEM_HEADER
+from debate_engine.memory.perspective import AUTHOR, YOU
 from debate_engine.memory.tokens import count_tokens
 
 VOCABULARY = [
@@ -111,6 +116,9 @@ class FakeChatModel(BaseChatModel):
     """``difficulty`` lists the values to pick among (``solve=A/B/...``), not a range's ends."""
     conform: float = 0.0
     """Probability of taking the other agents' majority answer when a position turn shows one."""
+    defer: tuple[str, float] | None = None
+    """``(agent, probability)``: take that agent's answer with this probability when a position turn shows it
+    under the agent's name."""
     grammar: bool = True
     """Keep a structured answer within its schema's ``maxLength`` and ``maxItems``, as a grammar-constrained model
     does; False writes past them, as a large model on a server without a grammar may."""
@@ -185,13 +193,19 @@ class FakeChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _answer(self, prompt: str, seed: str, me: str, expression: str, answering: bool) -> int:
-        """Return the population's answer: its own draw, its last stated one, or (on a position turn) the crowd's."""
+        """Return the population's answer: its own draw, its last stated one, or (on a position turn) the named
+        author's it defers to, else the crowd's."""
         right = evaluate(expression)
-        own, others = stated_answers(prompt, me)
+        own, by_speaker = answers_by_speaker(prompt, me)
         if own is None:
             p = self.solve_probability(expression)
             own = right if _seed(seed + "|solve").random() < p else right + 1
-        crowd = Counter(others).most_common(2)
+        author, chance = self.defer or ("", 0.0)
+        deferred = by_speaker.get(author) if answering else None
+        drawn = _seed(f"{seed}|defer|{prompt}").random()
+        if deferred is not None and deferred != own and drawn < chance:
+            return deferred  # the named author's answer, whatever the argument
+        crowd = Counter(by_speaker.values()).most_common(2)
         held = (
             answering
             and crowd
@@ -349,10 +363,22 @@ def _identity(messages: list[BaseMessage], run_manager: Any) -> tuple[str, str]:
 
 
 def stated_answers(prompt: str, me: str) -> tuple[int | None, list[int]]:
-    """Return the answer ``me`` last stated in the prompt (None: none), and each other speaker's last stated one.
+    """Return the answer ``me`` last stated in the prompt (None: none), and each other speaker's last stated one."""
+    own, others = answers_by_speaker(prompt, me)
+    return own, list(others.values())
 
-    Turns are shown under headings such as ``### Critique by kiss of architect (round 1)``;
-    the refine task quotes the agent's own proposal after ``Your current proposal``.
+
+SPEAKER = re.compile(rf"\bby ({AUTHOR} [A-Z]+|\S+)|^({AUTHOR} [A-Z]+|\S+) \(turn")
+"""Who wrote a turn, from its heading: ``Critique by kiss of architect``, ``Proposal by Author B``,
+``Author B (turn 3)``."""
+
+
+def answers_by_speaker(prompt: str, me: str) -> tuple[int | None, dict[str, int]]:
+    """Return the answer ``me`` last stated in the prompt (None: none), and each other speaker's last one, by name.
+
+    Turns are shown under headings such as ``### Critique by kiss of architect (round 1)``, or in an anonymous
+    view ``### Critique by Author B of you (round 1)`` (``you``: the reader's own); the refine task quotes the
+    agent's own proposal after ``Your current proposal``.
     """
     parts = HEADING.split(prompt)
     own: int | None = None
@@ -361,14 +387,10 @@ def stated_answers(prompt: str, me: str) -> tuple[int | None, list[int]]:
         answers = STATED.findall(body)
         if not answers:
             continue
-        by = re.search(r"\bby (\S+)", heading) or re.match(r"(\S+) \(turn", heading)
-        if (
-            heading.startswith("Your task")
-            and "Your current proposal" in body
-            or by
-            and by[1] == me
-        ):
+        found = SPEAKER.search(heading)
+        by = (found[1] or found[2]) if found else None
+        if heading.startswith("Your task") and "Your current proposal" in body or by in (me, YOU):
             own = int(answers[-1])
         elif by:
-            others[by[1]] = int(answers[-1])
-    return own, list(others.values())
+            others[by] = int(answers[-1])
+    return own, others
