@@ -15,7 +15,7 @@ from langgraph.channels import DeltaChannel
 from typing_extensions import TypedDict
 
 from debate_engine.calls.ledger import Spend, Tally
-from debate_engine.config.settings import RunSettings, Synthesis
+from debate_engine.config.settings import MissingAgent, RunSettings, Synthesis
 from debate_engine.memory.records import SummaryRecord, Turn
 
 SNAPSHOT_EVERY = 1_000_000
@@ -136,6 +136,32 @@ class VerdictConfidence(TypedDict):
     how: str
 
 
+class Panel(TypedDict):
+    """Who answered for a verdict (``nodes.panel``): the distinct models and providers, and who is missing."""
+
+    agents: int
+    """Agents seated when the debate started (a person's seat not counted), the missing ones included."""
+    persons: int
+    """Seats a person took."""
+    answered: int
+    """Agents that answered at least once."""
+    models: list[str]
+    """The distinct models that answered the agents, each answer counted by the model that gave it (a
+    fallback's, when the primary failed)."""
+    providers: list[str]
+    """The distinct providers of those models."""
+    one_model: bool
+    """Every agent was answered by one and the same model (two agents or more): their errors are correlated."""
+    said: str
+    """The panel in words: ``3 agents answered on 2 distinct models (...) from 2 providers (...)``."""
+    warning: str | None
+    """Said when ``one_model``: the vote is less independent than it looks."""
+    missing: list[MissingAgent]
+    """The agents the debate went on without (``--on-agent-failure continue``), each with its error."""
+    partial: str | None
+    """``partial: 2 of 3 agents`` when some are missing; None for a whole panel."""
+
+
 class Verdict(TypedDict):
     """The outcome a user weighs, whatever the synthesis method (``nodes.verdict``)."""
 
@@ -156,6 +182,9 @@ class Verdict(TypedDict):
     ballot: NotRequired[Ballot]
     """The vote an ``escalate`` debate started with: its split, whether it settled the outcome or escalated to
     the debate, and its ``mark``; absent in every other debate."""
+    panel: NotRequired[Panel]
+    """Who answered: distinct models and providers, the warning when every agent is one model, and the agents
+    the debate went on without (``partial``); absent in verdicts made before the panel was stated."""
 
 
 class StopReason(TypedDict):
@@ -209,7 +238,9 @@ class Solution(TypedDict):
     """The outcome a user weighs: ``method``, the winning ``position`` and ``answer``, ``agreement`` (the agents
     holding it), ``dissent`` (every other agent's final position and reason, verbatim), ``cruxes``, ``votes``,
     a ``confidence`` that says how it was computed, ``judge_answer`` (the judge's own short answer; None when
-    none was stated or no judge was asked) and, in an ``escalate`` debate, the ``ballot`` it started with."""
+    none was stated or no judge was asked), the ``panel`` it stands on (models and providers that answered, a
+    one-model warning, ``partial`` and the missing agents) and, in an ``escalate`` debate, the ``ballot`` it
+    started with."""
 
 
 class Status(TypedDict):
@@ -231,6 +262,9 @@ class Status(TypedDict):
     """Prompt tokens the provider read from its cache so far; absent in older checkpoints: 0."""
     saved: NotRequired[float]
     """Dollars the provider's cache saved so far; absent: 0."""
+    partial: NotRequired[str]
+    """Set by each phase once the debate goes on without an agent (``--on-agent-failure continue``): ``2 of 3
+    agents; missing security (<its error>)``, what ``debate list`` shows; absent: every agent is seated."""
 
 
 class InputState(TypedDict):

@@ -60,6 +60,8 @@ class Call:
     """The phase run it belongs to: a failed reply names it, so a resumed phase knows a failure as an old one."""
     prices: tuple[tuple[str, Price], ...] = ()
     """The prices of the agent's models: a failed reply carries its dollars, which ``debate list`` shows at once."""
+    shown_target: str | None = None
+    """The target as the seat is shown it (``Author B`` in an anonymous debate); None: by its id."""
 
     @property
     def most_requests(self) -> int:

@@ -27,12 +27,12 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphInterrupt
 
 from debate_engine.calls.ledger import empty_spend
-from debate_engine.calls.road import CallFailed
 from debate_engine.calls.spend import Reserve, charge
 from debate_engine.graph.state import ConversationState
 from debate_engine.memory.records import Usage
 from debate_engine.nodes.calls import Call, after, amodel_call, failed, model_call
 from debate_engine.nodes.cap import fits, spend_figures
+from debate_engine.nodes.dropped import going, marked, raise_failure, without
 from debate_engine.nodes.schedule import next_step
 from debate_engine.nodes.status import emit
 from debate_engine.nodes.summaries import SummaryCall, ahead, applied, asummary_call, summary_call
@@ -152,9 +152,12 @@ def _finish(
     results: list[Any],
     started: float,
 ) -> dict[str, Any]:
-    """Apply the phase's replies and the summaries made beside them; charge them all."""
+    """Apply the phase's replies and the summaries made beside them; charge them all (a dropped agent's failed call
+    too: ``nodes.dropped``)."""
     calls, extra = planned
-    update = apply(state, calls, results[: len(calls)])
+    own = results[: len(calls)]
+    left, kept, replies, update = without(state, calls, own, going(state, calls, own))
+    update |= apply(left, kept, replies)
     if extra:
         records = results[len(calls) :]
         update |= applied(extra, records)
@@ -163,6 +166,7 @@ def _finish(
                 **update["status"],
                 "summaries": update["status"]["summaries"] + len(records),
             }
+    update = marked(update, left["settings"])
     return _timed(name, state, _settle(state, [*calls, *extra], results, update), started)
 
 
@@ -215,10 +219,13 @@ def _again(
 
     Their failed attempts were paid: the cap must hold them and the new requests. When it holds no request
     more, the debate stops (``budget``) with every paid attempt charged; when it holds one, only one is sent.
-    Returns None when there is nothing to ask again, the calls with their index, or the update that stops the
-    debate.
+    An agent the debate goes on without (``nodes.dropped``) is not asked again. Returns None when there is
+    nothing to ask again, the calls with their index, or the update that stops the debate.
     """
-    stale = [i for i, r in enumerate(results) if failed(r) and r.get("token") != token]
+    gone = going(state, calls, results)
+    stale = [
+        i for i, r in enumerate(results) if failed(r) and r.get("token") != token and i not in gone
+    ]
     if not stale:
         return None
     paid = charge(
@@ -251,7 +258,7 @@ def _retried(
         results = [
             after(r, _held(futures[i].result)) if i in futures else r for i, r in enumerate(results)
         ]
-    _raise_failure(results, token)
+    raise_failure(results, token, going(state, calls, results))
     return results
 
 
@@ -270,7 +277,7 @@ async def _aretried(
         answers = await asyncio.gather(*(_aheld(run(c)) for _, c in again))
         retried = {i: answer for (i, _), answer in zip(again, answers, strict=True)}
         results = [after(r, retried[i]) if i in retried else r for i, r in enumerate(results)]
-    _raise_failure(results, token)
+    raise_failure(results, token, going(state, calls, results))
     return results
 
 
@@ -291,13 +298,6 @@ def _stopped(
         }
     )
     return update
-
-
-def _raise_failure(results: list[Any], token: str) -> None:
-    """Stop the run on a call that failed in this run of the phase (exit 3); resume asks it again."""
-    for result in results:
-        if failed(result) and result.get("token") == token:
-            raise CallFailed(result["failed"], result.get("attempts", []))
 
 
 def _held(result: Callable[[], Any]) -> Any:

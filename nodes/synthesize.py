@@ -1,14 +1,20 @@
-"""Synthesis: the judge turns the whole debate, through its summary and recent turns, into one solution."""
+"""Synthesis: the judge turns the whole debate, through its summary and recent turns, into one solution.
+
+The judge is told who debated and who left (an agent the debate went on without: ``nodes.dropped``), and
+the solution's text says when its panel was partial.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Literal, cast
 
+from debate_engine.config.settings import RunSettings
 from debate_engine.graph.state import ConversationState, Solution
 from debate_engine.memory.facets import render_digest
 from debate_engine.nodes.calls import Call, Reply, record_turns
 from debate_engine.nodes.cap import left_for_judge
+from debate_engine.nodes.panel import missing_of, named_with_error
 from debate_engine.nodes.phase import phase_node
 from debate_engine.nodes.solution import judge_schema
 from debate_engine.nodes.status import advance, emit
@@ -77,7 +83,8 @@ def plan(state: ConversationState) -> list[Call]:
     ask = render(
         load_prompt("phases/synthesize"),
         rounds=state["round"],
-        participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"]),
+        participants=", ".join(f"{a['id']} ({a['role']})" for a in settings["agents"])
+        + left_note(settings),
         summary_note=" and in the summary of its earlier part" if summary else "",
         recorded=recorded_note(state) + judge_note(state),
         length=reply_length(judge["max_output_tokens"]),
@@ -94,6 +101,14 @@ def plan(state: ConversationState) -> list[Call]:
             budget=budget,
         )
     ]
+
+
+def left_note(settings: RunSettings) -> str:
+    """Return who left the debate, for the judge: their earlier turns are in its history, and are their last word."""
+    return "".join(
+        f"; {m['agent']} ({m['role']}) left in round {m['round']}, its model failing at {m['phase']}"
+        for m in missing_of(settings)
+    )
 
 
 def recorded_note(state: ConversationState) -> str:
@@ -153,6 +168,11 @@ def render_solution(solution: Solution) -> str:
             parts.append(f"{title}:\n" + "\n".join(f"- {i}" for i in items))
     if solution["structured"]:
         parts.append(f"Confidence: {solution['confidence']}/100. {solution['confidence_reasons']}")
+    outcome = solution.get("verdict")
+    panel = outcome.get("panel") if outcome else None
+    if panel and panel["partial"]:
+        missing = "; ".join(named_with_error(m) for m in panel["missing"])
+        parts.append(f"Panel: {panel['partial']}; missing {missing}.")
     return "\n\n".join(parts)
 
 

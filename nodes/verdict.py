@@ -9,7 +9,10 @@ the judge combine the final refinements only. The judge states its own short
 answer beside the count, which may differ from the agents' plurality. An escalate debate's verdict
 also carries the vote it started with (``ballot``), its mark said beside the confidence: ``settled by a
 unanimous vote of 3`` (the agreeing window's answer wins, whatever the other votes drawn) or ``escalated:
-split 2-1``.
+split 2-1``. Every verdict states its panel (``nodes.panel``): the distinct models and providers that
+answered, a warning when every agent is one model, and the agents the debate went on without, its
+``partial: 2 of 3 agents`` said beside the confidence too. Only the agents left are counted: a missing
+agent's last position is no vote.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 from debate_engine.graph.state import ConversationState, Dissent, Verdict, Vote
 from debate_engine.memory import Turn
 from debate_engine.nodes.escalate import ballot_of
+from debate_engine.nodes.panel import panel_of
 from debate_engine.nodes.positions import key_of, latest
 
 
@@ -120,7 +124,7 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     method = state["settings"].get("synthesis", "judge")
     judge_answer = " ".join(str((judged or {}).get("answer") or "").split()) or None
     if not votes:
-        return _with_ballot(
+        return _stated(
             state,
             {
                 "method": method,
@@ -149,7 +153,7 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     how = f"agreement: {len(win['agents'])} of {len(finals)} agents hold the position"
     if judge_confidence is not None:
         how += f"; the judge's own: {judge_confidence}"
-    return _with_ballot(
+    return _stated(
         state,
         {
             "method": method,
@@ -165,14 +169,18 @@ def verdict(state: ConversationState, judged: dict[str, Any] | None) -> Verdict:
     )
 
 
-def _with_ballot(state: ConversationState, outcome: Verdict) -> Verdict:
-    """Return the verdict with the vote an escalate debate started with, its mark said beside the confidence."""
+def _stated(state: ConversationState, outcome: Verdict) -> Verdict:
+    """Return the verdict with its panel, and the vote an escalate debate started with; the vote's mark and a
+    partial panel's are said beside the confidence."""
+    panel = panel_of(state["settings"], state.get("transcript") or [])
     ballot = ballot_of(state)
-    if ballot is None:
-        return outcome
+    marks = [m for m in (ballot["mark"] if ballot else None, panel["partial"]) if m]
     confidence = outcome["confidence"]
-    return {
+    stated: Verdict = {
         **outcome,
-        "ballot": ballot,
-        "confidence": {**confidence, "how": f"{confidence['how']}; {ballot['mark']}"},
+        "panel": panel,
+        "confidence": {**confidence, "how": "; ".join([confidence["how"], *marks])},
     }
+    if ballot:
+        stated["ballot"] = ballot
+    return stated

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, db_of
+from debate_engine.app.reports.standing import RUNNING, RateWait, rows_of
 from debate_engine.app.reports.standing import (
     row_from as row_from,  # re-exported: callers import it from here
 )
-from debate_engine.app.reports.standing import rows_of
 from debate_engine.providers.secrets import redact
 
 if TYPE_CHECKING:
@@ -68,19 +68,45 @@ def main(args: argparse.Namespace) -> int:
         print("no debates yet; start one with `debate run PROBLEM`", file=sys.stderr)
         return EXIT_OK
     shown = rows if args.all else rows[: args.limit]
+    waiting = rate_waits(db_of(args), shown)
+    partial = {row["thread"]: row["partial"] for row in shown if row.get("partial")}
     if args.json:
         for row in shown:
-            print(redact(json.dumps(row, ensure_ascii=False)))
+            listed = row.copy()
+            if row["thread"] in waiting:
+                listed["waiting"] = waiting[row["thread"]]
+            print(redact(json.dumps(listed, ensure_ascii=False)))
     else:
         print("\t".join(COLUMNS))
         for row in shown:
-            print(redact("\t".join(_cells(row))))
+            cells = _cells(row)
+            cells[2] += " (partial)" if row["thread"] in partial else ""  # said in full below
+            if wait := waiting.get(row["thread"]):
+                cells[2] += f", waiting {wait['seconds']:.0f} s for {wait['model']}'s rate limit"
+            print(redact("\t".join(cells)))
+        for thread, said in partial.items():  # who is missing and why, beside the table
+            print(redact(f"{thread} is partial: {said}"), file=sys.stderr)
     if len(shown) < len(rows):
         print(
             f"the newest {len(shown)} of {len(rows)} debates; --all shows every one",
             file=sys.stderr,
         )
     return EXIT_OK
+
+
+def rate_waits(db: str, rows: list[ListRow]) -> dict[str, RateWait]:
+    """Return, by thread, the model each running debate waits for and the seconds left: the road records its waits
+    where every process on the database reads them (``app.store.shared_limits``)."""
+    from debate_engine.app.store.shared_limits import waits_in  # start-up: no langgraph in --help
+
+    running = {row["thread"] for row in rows if row["status"] == RUNNING}
+    if not running:
+        return {}
+    return {
+        run: RateWait(model=model, seconds=round(left, 1))
+        for run, (model, left) in waits_in(db).items()
+        if run in running
+    }
 
 
 def _cells(row: ListRow) -> list[str]:

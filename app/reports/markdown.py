@@ -15,6 +15,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.app.reports.figures import cache_phrase, duration, figures, latency
 from debate_engine.app.reports.record import RunRecord, record_of
+from debate_engine.app.reports.stances import stance_lines
 from debate_engine.app.reports.verdict_section import positions_section, verdict_section
 from debate_engine.app.reports.words import counted
 from debate_engine.app.store.forking import kept_line
@@ -138,7 +139,7 @@ def render_report(values: RunRecord) -> str:
         lines += ["", f"## Round {r}", *_round(transcript, r)]
     lines += _summaries(values.get("summary_log", []))
     lines += _recorded(values.get("facets") or {})
-    lines += positions_section(values)
+    lines += positions_section(values) + stance_lines(transcript)
     lines += _solution(values.get("solution"))
     lines += verdict_section(values)
     lines += _figures(values)
@@ -161,6 +162,8 @@ def _agents(settings: RunSettings) -> list[str]:
             f"| {_cell(a['id'])} | {a['role']} | `{_cell(a['model'])}` | {a['temperature']} "
             f"| {a.get('context_window', '')} | {a.get('max_output_tokens', '')} |"
         )
+    if settings.get("anonymous"):
+        lines += ["", "Anonymous: the agents and the judge saw one another as Author A, B, C."]
     return lines
 
 

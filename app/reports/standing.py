@@ -43,6 +43,13 @@ Write = tuple[str, str, Any]
 """One write pending on a checkpoint: the task's id, the channel and the value."""
 
 
+class RateWait(TypedDict):
+    """A running debate's wait for its model's rate limit, as another process reads it."""
+
+    model: str
+    seconds: float
+
+
 class ListRow(TypedDict):
     """One debate as ``debate list`` shows it (``--json`` prints it whole); the viewer lists it too."""
 
@@ -60,6 +67,10 @@ class ListRow(TypedDict):
     saved: float
     forked_from: ForkOrigin | None
     problem: str
+    partial: NotRequired[str]
+    """Who is left and who is missing, with the error, when the debate went on without some agents."""
+    waiting: NotRequired[RateWait]
+    """The model a running debate waits on for its rate limit, and the seconds left (``debate list`` adds it)."""
     why: NotRequired[str]
     """Why it stands so (``reason_of``): last, so a script that reads the other keys reads what it always read."""
 
@@ -239,7 +250,7 @@ async def row_of(db: str, thread: str, status: ListedStatus, waiting: bool) -> L
 
 def row_from(thread: str, status: ListedStatus, state: str) -> ListRow:
     """Return a thread's row from its status record, ``state`` already told (one of ``STATES``)."""
-    return {
+    row: ListRow = {
         "thread": thread,
         "updated_at": status["updated_at"],
         "status": state,
@@ -254,3 +265,6 @@ def row_from(thread: str, status: ListedStatus, state: str) -> ListRow:
         "forked_from": status.get("forked_from"),
         "problem": status["problem"],
     }
+    if status.get("partial"):
+        row["partial"] = status["partial"]
+    return row

@@ -1,4 +1,8 @@
-"""The report's verdict and positions: who holds what, round by round, and how the outcome was settled."""
+"""The report's verdict and positions: who holds what, round by round, and how the outcome was settled.
+
+The verdict states its panel: how many distinct models and providers answered, the warning when every
+agent is one model, and, for a partial panel, each missing agent with its error.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from debate_engine.app.reports.record import RunRecord
-    from debate_engine.graph.state import Verdict
+    from debate_engine.graph.state import Panel, Verdict
     from debate_engine.memory.records import Turn
 
 
@@ -88,6 +92,7 @@ def verdict_section(values: RunRecord) -> list[str]:
         )
     checked = checks_line(values)
     lines += [checked] if checked else []
+    lines += panel_lines(verdict.get("panel"))
     for dissent in verdict.get("dissent", []):
         lines += [
             "",
@@ -97,6 +102,23 @@ def verdict_section(values: RunRecord) -> list[str]:
         ]
     if verdict.get("cruxes"):
         lines += ["", "**Cruxes**", "", *[f"- {_cell(c, 300)}" for c in verdict["cruxes"]]]
+    return lines
+
+
+def panel_lines(panel: Panel | None) -> list[str]:
+    """Return the panel the verdict stands on: who answered on which models, the one-model warning, who is missing."""
+    if not panel:
+        return []
+    lines = [f"- panel: {panel['said']}"]
+    if panel.get("warning"):
+        lines.append(f"- warning: {panel['warning']}")
+    if panel.get("partial"):
+        lines.append(f"- {panel['partial']}")
+        lines += [  # the road's error names the agent, then the models it asked
+            f"- missing: {_cell(m['agent'])} ({m['role']}), from round {m['round']} ({m['phase']}): "
+            + _cell(m["error"].removeprefix(f"{m['agent']} on "), 500)
+            for m in panel.get("missing") or []
+        ]
     return lines
 
 
@@ -111,6 +133,12 @@ def verdict_line(values: RunRecord) -> str | None:
         f"{len(verdict['agreement'])} of {total} agents agree" if total else "no positions stated"
     )
     line += f", {len(verdict['dissent'])} dissent" if verdict["dissent"] else ""
+    panel = verdict.get("panel")
+    line += (
+        f"; {panel['partial']} ({', '.join(m['agent'] for m in panel['missing'])} missing)"
+        if panel and panel["partial"]
+        else ""
+    )
     if values.get("stopped"):
         stop = values.get("stop_reason")
         line += f"; stopped early: {values['stopped']}" + (

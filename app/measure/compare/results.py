@@ -1,5 +1,9 @@
 """What a comparison found, per protocol: accuracy and its interval, cost per task and per right answer,
-the paired test against ``vote``, and for the debates the flip matrix and confidently wrong consensus."""
+the paired test against ``vote``, and for the debates the flip matrix and confidently wrong consensus.
+
+Runs that went on without an agent (``--on-agent-failure continue``: their verdict reads ``partial: 2 of
+3 agents``) are scored as what the user got, and counted apart from the whole ones, so a reader sees how
+much of a protocol's accuracy stood on partial panels."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing_extensions import TypedDict
 
 from debate_engine.app.measure.compare import stats
 
-MULTI_TURN = ("escalate", "debate", "debate-vote", "roundtable")
+MULTI_TURN = ("escalate", "debate", "debate-vote", "debate-anon", "roundtable")
 """The protocols whose agents answer more than once: the only ones with flips."""
 
 
@@ -29,6 +33,9 @@ class ProtocolFigures(TypedDict):
     tokens_per_correct: float | None
     cost_per_correct: float | None
     wall_s_per_task: float
+    partial: dict[str, int]
+    """The runs among ``runs`` that went on without some agents, and how many of them were right: ``runs``,
+    ``correct`` (the whole runs are the others)."""
     vs_vote: NotRequired[dict[str, Any]]
     """The paired test against ``vote`` (every protocol but the vote)."""
     flips: NotRequired[dict[str, int]]
@@ -67,6 +74,10 @@ def summarise(
         "tokens_per_correct": stats.per_correct(tokens, hits),
         "cost_per_correct": stats.per_correct(cost, hits),
         "wall_s_per_task": sum(r["wall_s"] for r in runs) / n,
+        "partial": {
+            "runs": sum(bool(r.get("partial")) for r in runs),
+            "correct": sum(bool(r.get("partial")) and bool(r["correct"]) for r in runs),
+        },
     }
     if protocol == "escalate":
         split = [bool(r.get("escalated")) for r in runs]
@@ -163,10 +174,14 @@ def _escalated(found: dict[str, Any] | None) -> str:
 
 
 def _accuracy(summary: ProtocolFigures) -> str:
-    """``0.650 (0.433-0.819), 13/20``, and how many runs a spend cap left out."""
+    """``0.650 (0.433-0.819), 13/20``, how many of those runs were partial (right of them), and how many runs a
+    spend cap left out."""
     low, high = summary["interval"]
     text = f"{summary['accuracy']:.3f} ({low:.3f}-{high:.3f})" if summary["runs"] else "-"
     text += f", {summary['correct']}/{summary['runs']}"
+    partial = summary.get("partial") or {}
+    if partial.get("runs"):
+        text += f" ({partial['runs']} partial, {partial['correct']} right)"
     left_out = summary.get("left_out", 0)
     return text + (f"; {left_out} left out" if left_out else "")
 
