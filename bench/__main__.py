@@ -15,6 +15,7 @@
   viewer        `debate serve` in headless Chromium: first paint of a 10,000-turn roundtable and a 1,000-debate
                 list against small ones; a live page's delay from a turn's record to its showing
   overhead      the engine's share of a round's wall time (no model request in flight) on a 2 s server
+  escalate      escalate's tokens per task against vote-k and the debate on two mixed fake populations
   ratelimits    4 debates at once against a rate-limited loopback server: throughput at the limit, and the
                 requests wasted on 429s with the shared limiter, without limits, and with one per process
 
@@ -53,6 +54,7 @@ NAMES = [
     "viewer",
     "overhead",
     "ratelimits",
+    "escalate",
 ]
 
 
@@ -132,6 +134,10 @@ def run_all(args: argparse.Namespace, folder: Path) -> list[tuple[str, float]]:
             lambda: bench("fork")(
                 folder, rounds=8 if args.quick else 40, at=4 if args.quick else 20
             ),
+        ),
+        "escalate": (
+            "Escalate: tokens per task against vote-k and the debate, mixed populations",
+            lambda: bench("escalate")(50 if args.quick else 200),
         ),
         "positions": (
             "Positions: tokens against the same debate without them; the judge's checks per round",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import asdict, dataclass, field
 from difflib import get_close_matches
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -167,6 +167,15 @@ class Context:
         default=None,
         metadata=_d("Spend cap in US dollars, priced with genai-prices (or the config's prices)."),
     )
+    anonymous: bool | None = field(
+        default=None,
+        metadata=_d(
+            "Anonymous critiques: critiques, refinements and the judge see the other agents as Author "
+            "A, B, C (an order shuffled per reader, seeded by the run), never by id, role or model; "
+            "the transcript, report and viewer keep who wrote what. Empty: the config file's "
+            "debate.anonymous, else off."
+        ),
+    )
     votes: Annotated[int | None, Field(ge=1, le=MAX_VOTES)] = field(
         default=None,
         metadata=_d(
@@ -181,6 +190,15 @@ class Context:
         metadata=_d(
             "With votes: draw the answers this many at a time (2 to votes) and settle at the first "
             "window that agrees; escalate when none does. Empty: every answer at once."
+        ),
+    )
+    on_agent_failure: Literal["stop", "continue"] | None = field(
+        default=None,
+        metadata=_d(
+            "When an agent's call fails after every retry and fallback: stop the run (resumable), or "
+            "continue the debate without that agent while one agent remains (its verdict then reads "
+            "'partial: 2 of 3 agents', the missing agent named with its error). Empty: the config "
+            "file's onAgentFailure, else stop."
         ),
     )
 

@@ -92,11 +92,13 @@ class DebateSection(_Strict):
     proposals and refinements only (false, as the seed system's judge did)."""
     timeout_per_round: Whole | None = Field(None, ge=1, alias="timeoutPerRound")
     interactive_clarifications: bool = Field(False, alias="interactiveClarifications")
+    anonymous: bool = False  # the others as Author A, B, C in every prompt (RunSettings.anonymous)
     clarifications_max_per_agent: Whole = Field(3, ge=0, le=20, alias="clarificationsMaxPerAgent")
     summarization: dict[str, Any] = Field(default_factory=dict)
     context_window: Whole | None = Field(None, ge=512, alias="contextWindow")
     max_output_tokens: Whole | None = Field(None, ge=16, alias="maxOutputTokens")
     max_concurrency: Whole | None = Field(None, ge=1, alias="maxConcurrency")
+    on_agent_failure: Literal["stop", "continue"] = Field("stop", alias="onAgentFailure")
 
 
 class SpendSection(_Strict):

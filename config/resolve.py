@@ -101,6 +101,7 @@ def resolve(context: Context) -> RunSettings:
         judge=judge,
         rounds=context.rounds or debate.rounds,
         clarify=context.clarify or debate.interactive_clarifications,
+        anonymous=debate.anonymous if context.anonymous is None else context.anonymous,
         max_questions=_given(context.max_questions, debate.clarifications_max_per_agent),
         round_timeout_s=debate.timeout_per_round / 1000 if debate.timeout_per_round else None,
         stop_rule=stop_rule(context, debate),
@@ -110,6 +111,7 @@ def resolve(context: Context) -> RunSettings:
         briefings=_notes(context.briefings),
         reply_notes=_notes(context.reply_notes),
         rate_limits=rate_limits(context, file, [*agents, judge]),
+        on_agent_failure=context.on_agent_failure or debate.on_agent_failure,
     )
     if context.votes:
         return RunSettings(

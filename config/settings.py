@@ -95,6 +95,9 @@ class RunSettings(TypedDict):
     judge: ReadOnly[AgentProfile]
     rounds: ReadOnly[int]
     clarify: ReadOnly[bool]
+    anonymous: NotRequired[ReadOnly[bool]]
+    """True: every debater, person and the judge sees the other agents as Author A, B, C, shuffled per reader and
+    seeded by the run (``nodes.views``), never by id, role or model. Absent (a run from before): named."""
     max_questions: ReadOnly[int]
     max_concurrency: ReadOnly[int]
     """Most model calls at once per provider."""
@@ -126,6 +129,27 @@ class RunSettings(TypedDict):
     """Present: vote first (``--protocol escalate``). The phase debate starts with ``votes`` independent answers
     (the ``agents`` are its voters) and runs on only when they split; ``protocol`` stays ``phases``, the graph
     that runs it."""
+    on_agent_failure: NotRequired[ReadOnly[Literal["stop", "continue"]]]
+    """What an agent's call that failed after every retry and fallback does (``--on-agent-failure``,
+    ``onAgentFailure``): ``stop`` the run, resumable (absent: stop), or ``continue`` without the agent."""
+    missing: NotRequired[ReadOnly[list[MissingAgent]]]
+    """The agents the debate went on without (``continue``), moved here from ``agents`` by the phase their
+    call failed in (``nodes.dropped``): every later phase, router and the verdict read the panel that is left,
+    and a resume never asks them again. Absent: none."""
+
+
+class MissingAgent(TypedDict):
+    """An agent the debate went on without: its call failed after every retry and fallback."""
+
+    agent: ReadOnly[str]
+    role: ReadOnly[str]
+    models: ReadOnly[list[str]]
+    """Its model, then its fallbacks: every one was asked."""
+    error: ReadOnly[str]
+    """Why the call failed, as the road said it (the models asked and the last error)."""
+    round: ReadOnly[int]
+    phase: ReadOnly[str]
+    """The phase whose call failed (``propose``, ``critique``, ...)."""
 
 
 class EscalateParams(TypedDict):

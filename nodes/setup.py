@@ -4,9 +4,10 @@
 input's ``context``, else the run's context) marked with the graph's protocol,
 and resolves them once into ``settings``. A debate stopped before ``setup``
 therefore resumes with its own settings in any process. A caller that has
-already resolved them (``debate run`` does, to name every mistake before any
-call) writes them as this node's update instead (``update_state(...,
-as_node="intake")``), so they are never resolved twice. ``setup`` reads them
+already resolved them (every command and the viewer do, with
+``config.settled.settle``, to name every mistake before a thread exists) writes
+them as this node's update instead (:func:`begin`), so they are never resolved
+twice. ``setup`` reads them
 and never resolves.
 
 A new input on a thread that already holds a debate starts a clean debate:
@@ -22,6 +23,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from debate_engine.calls.ledger import empty_spend
+from debate_engine.calls.limits import declare, limits_of
 from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import RunSettings, is_human
@@ -49,6 +51,16 @@ class Intake:
         marked = {**given, "protocol": self.protocol}
         settings = resolve(context_of(marked, None))
         return {"context": marked, "context_taken": marked, "settings": settings}
+
+
+async def begin(graph: Any, config: Any, update: dict[str, Any]) -> None:
+    """Write a run's settled intake (``Settled.intake``) as the first node's update, so nothing resolves it again.
+
+    It is checkpointed before ``setup`` runs: a stop anywhere after resumes with these settings. Its requests keep
+    to the rate limits they state from the first one, as when ``intake`` resolves them (``config.rate_limits``).
+    """
+    declare(str(config["configurable"]["thread_id"]), limits_of(update.get("settings") or {}))
+    await graph.aupdate_state(config, update, as_node=INTAKE)
 
 
 def plain(context: Any) -> dict[str, Any]:

@@ -44,8 +44,8 @@ def config_file(tmp_path: Path, data: dict[str, Any] = DOLLAR_AN_OUTPUT_TOKEN) -
 
 def stored(db: Path) -> dict[str, dict[str, Any]]:
     """Every run the comparison's database holds, scored or not, by thread: its final state."""
-    from debate_engine.app.cli.runner import graph_for
     from debate_engine.app.store.database import open_checkpointer, thread_ids
+    from debate_engine.graph.by_protocol import graph_for
 
     async def read() -> dict[str, dict[str, Any]]:
         async with open_checkpointer(str(db)) as saver:

@@ -50,8 +50,8 @@ QUESTION = re.compile(r"What is the result of [\d+*-]+\?")
 
 def finished_runs(db: Path) -> set[tuple[str, str]]:
     """(protocol label, task id) of every run the database holds finished."""
-    from debate_engine.app.cli.runner import graph_for
     from debate_engine.app.store.database import open_checkpointer, thread_ids
+    from debate_engine.graph.by_protocol import graph_for
 
     async def read() -> set[tuple[str, str]]:
         found = set()

@@ -159,8 +159,8 @@ def test_the_cost_cap_holds_over_the_whole_comparison(tmp_path: Path, jobs: str)
 
 def _stored(db: Path, thread: str, graph: str = "roundtable") -> dict[str, Any]:
     """Return a run's final state, read back from the comparison's database."""
-    from debate_engine.app.cli.runner import graph_for
     from debate_engine.app.store.database import open_checkpointer
+    from debate_engine.graph.by_protocol import graph_for
 
     async def read() -> dict[str, Any]:
         async with open_checkpointer(str(db)) as saver:

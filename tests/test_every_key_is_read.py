@@ -61,6 +61,8 @@ DEBATE = {
     "includeFullHistory": False,
     "timeoutPerRound": 9000,
     "interactiveClarifications": True,
+    "anonymous": True,
+    "onAgentFailure": "continue",
     "clarificationsMaxPerAgent": 1,
     "summarization": {"threshold": 999},
     "contextWindow": 4096,
@@ -117,6 +119,8 @@ CONTEXT = {
     "stop_rule": "convergence",
     "synthesis_method": "merge",
     "max_cost": 9.0,
+    "anonymous": True,
+    "on_agent_failure": "continue",
     "votes": 3,
     "window": 2,
 }

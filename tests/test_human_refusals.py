@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from debate_engine.app.cli.main import main
-from debate_engine.app.cli.submit import _resolve_problems
+from debate_engine.app.cli.problem_lines import resolve_line as _resolved
 from debate_engine.app.store.forking import Changes, fork_settings
 from debate_engine.config.context import Context, context_dict
 from debate_engine.config.resolve import resolve
@@ -15,9 +15,11 @@ from debate_engine.config.settings import is_human
 
 
 def test_a_queued_debate_refuses_a_person_naming_the_seat() -> None:
-    problems = _resolve_problems({"model": "fake", "agents": "architect,human"}, None)
+    settings, problems = _resolved({"model": "fake", "agents": "architect,human"}, None)
     assert problems and "a person (human:human) cannot sit at a queued debate" in problems[0]
-    assert _resolve_problems({"model": "fake", "agents": "architect,kiss"}, None) == []
+    assert settings is None
+    settings, problems = _resolved({"model": "fake", "agents": "architect,kiss"}, None)
+    assert problems == [] and [a["id"] for a in settings["agents"]] == ["architect", "kiss"]
 
 
 def test_a_comparison_refuses_a_person(tmp_path: Path) -> None:

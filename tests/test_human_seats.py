@@ -9,8 +9,8 @@ import pytest
 from langgraph.types import Command
 
 from debate_engine import Context, compile_debate
-from debate_engine.app.cli.run_context import checked_context
 from debate_engine.config.resolve import ConfigError, resolve
+from debate_engine.config.settled import settle
 
 
 def test_human_in_agents_and_named_seats_take_places_beside_the_agents() -> None:
@@ -32,7 +32,7 @@ def test_human_in_agents_and_named_seats_take_places_beside_the_agents() -> None
         architect["max_output_tokens"],
     )
     assert "" not in settings["prices"]
-    checked_context(Context(model="fake", humans="alice"))  # a seat with no model needs no key
+    settle(Context(model="fake", humans="alice"))  # a seat with no model needs no key
 
 
 def test_a_configured_person_is_chosen_like_an_agent(tmp_path: Path) -> None:

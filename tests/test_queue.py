@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from debate_engine.app.cli.main import main as cli_main
-from debate_engine.app.cli.submit import parse_problems
+from debate_engine.app.cli.problem_lines import parse_problems
 from debate_engine.app.cli.worker import handover_bound
 from debate_engine.app.store.database import ThreadBusy, lock_key
 from debate_engine.app.store.queue import HandedBack, Retry, new_job, server_of

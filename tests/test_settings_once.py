@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from debate_engine import Context, compile_debate
@@ -77,3 +78,108 @@ def test_a_graph_run_resolves_once_in_its_first_node(resolutions: list[Any]) -> 
         context=Context(model="fake", rounds=2),
     )
     assert len(resolutions) == 1 and values["settings"]["rounds"] == 2
+
+
+def _stored(db: Path, thread: str) -> dict[str, Any]:
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        return (
+            compile_debate(checkpointer=SqliteSaver(conn))
+            .get_state({"configurable": {"thread_id": thread}})
+            .values
+        )
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_a_comparison_resolves_once_per_protocol_whatever_its_runs(
+    seeds: int, tmp_path: Path, resolutions: list[Any]
+) -> None:
+    """The flags once where the comparison starts, then each protocol's runs once: never once a run."""
+    args = ["compare", "builtin:arithmetic:2", "--model", "fake:solve=0.7", "--seeds", str(seeds)]
+    protocols = ["--protocols", "single,vote,debate", "--votes", "3", "--rounds", "1"]
+    db = tmp_path / "c.sqlite"
+    assert main([*args, *protocols, "--db", str(db), "--quiet"]) == 0
+    # the flags (which the debate protocol's runs share), then single's and vote's own agent
+    assert len(resolutions) == 3
+    values = _stored(db, next(t for t in _threads(db) if ":debate:" in t))
+    assert values["solution"] and values["settings"]["rounds"] == 1
+
+
+def _threads(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")]
+
+
+def test_a_probe_resolves_its_settings_once_with_the_facts_planted(
+    tmp_path: Path, resolutions: list[Any]
+) -> None:
+    db = tmp_path / "p.sqlite"
+    args = ["probe", "--model", "fake", "--agents", "kiss,security", "--rounds", "2"]
+    assert (
+        main([*args, "--facts", "2", "--plant-rounds", "1", "--db", str(db), "--thread-id", "p"])
+        == 0
+    )
+    assert len(resolutions) == 1
+    assert _stored(db, "p")["settings"]["briefings"]  # the facts were in the settings resolved
+
+
+def test_a_fork_resolves_its_changed_settings_once(tmp_path: Path, resolutions: list[Any]) -> None:
+    db = tmp_path / "f.sqlite"
+    run = ["run", "--model", "fake", "--agents", "kiss,security", "--rounds", "2", "--quiet"]
+    assert main([*run, "--db", str(db), "--thread-id", "o", "Design a cache"]) == 0
+    fork = ["fork", "o", "--round", "1", "--rounds", "3", "--thread-id", "f", "--quiet"]
+    assert main([*fork, "--db", str(db)]) == 0
+    assert len(resolutions) == 2  # the run's, then the fork's
+    assert _stored(db, "f")["settings"]["rounds"] == 3
+
+
+def test_a_queued_line_is_resolved_once_and_its_worker_resolves_nothing(
+    tmp_path: Path, resolutions: list[Any]
+) -> None:
+    """``debate submit`` resolves each line where it is submitted; the worker starts on those settings."""
+    import asyncio
+
+    from debate_engine.app.cli.problem_lines import parse_problems
+    from debate_engine.app.store.queue import drive_thread
+    from debate_engine.graph.roundtable import compile_roundtable
+    from debate_engine.graph.sample import compile_sample
+
+    lines = '{"problem": "Design a cache", "rounds": 1}\n{"problem": "Pick a queue", "agents": "kiss"}\n'
+    entries = parse_problems(lines, {"model": "fake", "agents": "kiss,security"}, tmp_path)
+    assert len(resolutions) == 2 and [e.settings["rounds"] for e in entries] == [1, 3]
+    saver = InMemorySaver()
+    graphs = {
+        "phases": compile_debate(checkpointer=saver),
+        "roundtable": compile_roundtable(checkpointer=saver),
+        "sample": compile_sample(checkpointer=saver),
+    }
+    for entry in entries:
+        values = asyncio.run(
+            drive_thread(
+                graphs, entry.thread_id, entry.problem, entry.context, "w", settings=entry.settings
+            )
+        )
+        assert values["solution"] and values["settings"] == entry.settings
+    assert len(resolutions) == 2
+
+
+def test_a_debate_started_from_the_viewer_resolves_once(
+    tmp_path: Path, resolutions: list[Any]
+) -> None:
+    import re
+    import time
+
+    from starlette.testclient import TestClient
+
+    from debate_engine.app.viewer import create_app
+
+    with TestClient(create_app(str(tmp_path / "v.sqlite"))) as client:
+        token = re.search(r'name="csrf" value="([^"]+)"', client.get("/new").text)
+        assert token
+        form = {"csrf": token[1], "model": "fake", "rounds": "1", "agents": "kiss,testing"}
+        sent = client.post("/new", data={**form, "problem": "Pick a queue", "thread_id": "v"})
+        assert sent.status_code in (200, 303)
+        deadline = time.monotonic() + 60
+        while client.get("/debates/v/state").json().get("status") != "done":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    assert len(resolutions) == 1

@@ -21,11 +21,11 @@ import ssl, sys
 loads = []
 load = ssl.SSLContext.load_verify_locations
 ssl.SSLContext.load_verify_locations = lambda self, *a, **k: (loads.append(1), load(self, *a, **k))[1]
-from debate_engine.app.cli.run_context import context_from_args
+from debate_engine.app.cli.run_context import settled_from_args
 from debate_engine.app.cli.main import _parser
-from debate_engine.app.cli.runner import graph_for
+from debate_engine.graph.by_protocol import graph_for
 from debate_engine.providers.factory import chat_model
-context = context_from_args(_parser().parse_args(["run", "--model", "openai:gpt-4o", "p"]))
+context = settled_from_args(_parser().parse_args(["run", "--model", "openai:gpt-4o", "p"])).context
 graph_for(context, None)
 chat_model("openai:gpt-4o")
 builder = sys.modules["debate_engine.graph.builder"]

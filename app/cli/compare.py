@@ -14,7 +14,7 @@ from debate_engine.app.cli.exit_codes import (
 )
 from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options
-from debate_engine.app.cli.run_context import context_from_args, people
+from debate_engine.app.cli.run_context import settled_from_args
 from debate_engine.app.measure.compare.protocols import parse_budget, parse_protocols
 from debate_engine.providers.secrets import redact
 
@@ -50,8 +50,8 @@ def register(sub: Any) -> None:
     cmd.add_argument(
         "--protocols",
         default="single,vote,debate",
-        help="comma-separated: single, vote, debate, "
-        "debate-vote, roundtable (default single,vote,debate)",
+        help="comma-separated: single, vote, debate, debate-vote, debate-anon (the debate with "
+        "anonymous critiques), roundtable, escalate (default single,vote,debate)",
     )
     cmd.add_argument(
         "--turns",
@@ -110,6 +110,13 @@ def _add_vote_size(cmd: argparse.ArgumentParser) -> None:
         type=int,
         help="vote's k, fixed (instead of --budget); an even k breaks a tie by a seeded draw",
     )
+    cmd.add_argument(
+        "--window",
+        type=int,
+        metavar="W",
+        help="escalate: draw its k votes W at a time and stop at the first window that agrees "
+        "(default: all k at once)",
+    )
 
 
 def _add_caps(cmd: argparse.ArgumentParser) -> None:
@@ -137,6 +144,14 @@ def main(args: argparse.Namespace) -> int:
     budget = parse_budget(args.budget)
     _check_numbers(args, budget)
     _check_budget(names, budget)
+    if args.window is not None and "escalate" not in names:
+        raise InputError(
+            f"--window {args.window}: draws escalate's votes; add escalate to --protocols, or leave "
+            "--window out"
+        )
+    if args.window is not None and not 1 <= args.window <= (args.votes or args.window):
+        most = f"--votes ({args.votes})" if args.votes else "the vote's k"
+        raise InputError(f"--window {args.window}: give 1 to {most} answers at a time")
     if args.turns is not None and "roundtable" not in names:
         raise InputError(
             f"--turns {args.turns}: only the roundtable takes turns; add roundtable to --protocols, "
@@ -145,28 +160,28 @@ def main(args: argparse.Namespace) -> int:
     _check_queue(args)
     tasks = load_tasks(args.tasks)
     check_outputs(args)
-    context = context_from_args(_runs(args, turns=None))
-    if seated := people(context):
+    settled = settled_from_args(_runs(args, turns=None))
+    if seated := settled.people:
         raise InputError(
             f"--agents: a person ({', '.join(seated)}) cannot sit at a comparison of hundreds of runs; "
             "compare models, and seat persons in `debate run --human NAME`"
         )
-    roundtable = _roundtable(args, context) if "roundtable" in names else None
+    roundtable = _roundtable(args, settled) if "roundtable" in names else None
     if args.max_cost is not None:  # a cost cap needs the price of every model the runs may call
         from debate_engine.app.measure.compare.gate import gated_settings  # start-up: langchain
 
-        for run_context in (context, roundtable):
-            if run_context is not None:
-                gated_settings(run_context, priced=True)
+        for run in (settled, roundtable):
+            if run is not None:
+                gated_settings(run.context, priced=True)
     from debate_engine.app.measure.compare.session import (  # start-up: langgraph
         comparison_id,
         run_comparison,
     )
 
     try:
-        return run_until_signal(run_comparison(args, names, budget, tasks, context, roundtable))
+        return run_until_signal(run_comparison(args, names, budget, tasks, settled, roundtable))
     except Stopped as exc:
-        return _stopped(args, exc.signum, comparison_id(tasks, context))
+        return _stopped(args, exc.signum, comparison_id(tasks, settled.context))
 
 
 def _check_queue(args: argparse.Namespace) -> None:
@@ -194,16 +209,15 @@ def _check_queue(args: argparse.Namespace) -> None:
             )
 
 
-def _roundtable(args: argparse.Namespace, context: Any) -> Any:
-    """Return the roundtable's settings: the run's, with ``--turns`` (default 3 per agent), built as ``debate run`` does."""
-    from debate_engine.config.resolve import resolve  # start-up: langchain-core
+def _roundtable(args: argparse.Namespace, settled: Any) -> Any:
+    """Return the roundtable's settings: the run's, with ``--turns`` (default 3 per agent), built as ``debate run`` does.
 
-    turns = (
-        args.turns if args.turns is not None else TURNS_PER_AGENT * len(resolve(context)["agents"])
-    )
-    return context_from_args(
-        _runs(args, protocol="roundtable", turns=turns, order=None, summary_every=None)
-    )
+    Its settings are resolved here once, so that a mistake in them shows before any run.
+    """
+    agents = len(settled.settings["agents"])
+    turns = args.turns if args.turns is not None else TURNS_PER_AGENT * agents
+    changes = {"protocol": "roundtable", "turns": turns, "order": None, "summary_every": None}
+    return settled_from_args(_runs(args, **changes))
 
 
 def _runs(args: argparse.Namespace, **changes: Any) -> argparse.Namespace:

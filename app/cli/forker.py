@@ -27,8 +27,6 @@ from debate_engine.app.cli.runner import (
     Stopped,
     drive,
     ended,
-    graph_for,
-    protocol_of,
     run_until_signal,
 )
 from debate_engine.app.measure.compare.queued import QueuedRunError, Run, submit, wait
@@ -48,6 +46,7 @@ from debate_engine.app.store.forking import (
 )
 from debate_engine.app.store.thread_ids import check_thread_id
 from debate_engine.graph.builder import compile_debate
+from debate_engine.graph.by_protocol import graph_for, protocol_of
 from debate_engine.providers.secrets import redact
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from debate_engine.app.cli.exit_codes import EXIT_OK, InputError
 from debate_engine.app.cli.outputs import add_db, add_env_file, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options
-from debate_engine.app.cli.run_context import context_from_args, problem_of
+from debate_engine.app.cli.run_context import context_of_flags, problem_of
 from debate_engine.app.store.thread_ids import check_thread_id
 
 DESCRIPTION = """Run a debate with made-up facts planted in it, then measure where each fact survives: in each
@@ -73,10 +73,14 @@ def _plant_rounds(text: str) -> list[int]:
     return rounds
 
 
-def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
-    """Return the run's context, the planting rounds and the problem, every mistake named before any call."""
-    from debate_engine.app.measure.probe.driver import PROBLEM  # start-up: langgraph
-    from debate_engine.config.resolve import resolve  # start-up: langchain-core
+def _checked(args: argparse.Namespace) -> tuple[Any, list[Any], str]:
+    """Return the run's settings with the facts planted, the facts and the problem, every mistake named before any call.
+
+    The settings are resolved once, here, with the facts' notes in them: the probe's run starts on them.
+    """
+    from debate_engine.app.measure.probe.driver import PROBLEM, noted  # start-up: langgraph
+    from debate_engine.app.measure.probe.facts import make_facts  # start-up: langgraph
+    from debate_engine.config.settled import settle  # start-up: langchain-core
 
     if not 1 <= args.facts <= 200:
         raise InputError(f"--facts {args.facts}: use a number from 1 to 200")
@@ -91,8 +95,9 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
         args.rounds = args.rounds if args.rounds is not None or args.protocol == "roundtable" else 6
         args.turns = args.turns if args.turns is not None or args.protocol != "roundtable" else 200
     problem = problem_of(args) if args.problem or args.problem_file else PROBLEM
-    context = context_from_args(args)
-    settings = resolve(context)
+    facts = make_facts(args.facts, rounds)
+    settled = settle(noted(context_of_flags(args), facts, args.plant))
+    settings = settled.settings
     last = (
         settings["roundtable"]["max_turns"]
         if settings.get("protocol") == "roundtable"
@@ -100,22 +105,19 @@ def _checked(args: argparse.Namespace) -> tuple[Any, list[int], str]:
     )
     if rounds[-1] > last:
         raise InputError(f"--plant-rounds: round {rounds[-1]} is after the last one ({last})")
-    return context, rounds, problem
+    return settled, facts, problem
 
 
 def main(args: argparse.Namespace) -> int:
     from debate_engine.app.cli.progress import Progress  # start-up: langgraph
     from debate_engine.app.cli.runner import run_until_signal  # start-up: langgraph
-    from debate_engine.app.measure.probe.facts import make_facts  # start-up: langgraph
     from debate_engine.app.measure.probe.readings import render  # start-up: langgraph
 
     load_env_file(args.env_file)
-    context, rounds, problem = _checked(args)
+    settled, facts, problem = _checked(args)
     progress = Progress(args.quiet)
     try:
-        result = run_until_signal(
-            _probe(args, context, make_facts(args.facts, rounds), problem, progress)
-        )
+        result = run_until_signal(_probe(args, settled, facts, problem, progress))
     finally:
         progress.close()
     sys.stdout.write(render(result))
@@ -125,22 +127,22 @@ def main(args: argparse.Namespace) -> int:
 
 
 async def _probe(
-    args: argparse.Namespace, context: Any, facts: Any, problem: str, progress: Any
+    args: argparse.Namespace, settled: Any, facts: Any, problem: str, progress: Any
 ) -> dict[str, Any]:
     """Return the probe's debate: stored under ``--thread-id`` in ``--db`` when either is given, else in memory."""
-    from debate_engine.app.cli.runner import graph_for  # start-up: langgraph
     from debate_engine.app.measure.probe.driver import arun_probe  # start-up: langgraph
     from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
         athread_lock,
         open_checkpointer,
     )
+    from debate_engine.graph.by_protocol import graph_for  # start-up: the run settings' schema
 
     options = {"emit": progress.show, "plant": args.plant, "every": args.every, "problem": problem}
     if not (args.db or args.thread_id):
         return await arun_probe(
-            graph_for(context, None),
+            graph_for(settled.context, None),
             {"configurable": {"thread_id": "probe"}},
-            context,
+            settled,
             facts,
             **options,
         )
@@ -149,7 +151,7 @@ async def _probe(
         db_of(args),
     )
     async with open_checkpointer(db) as saver:
-        graph, config = graph_for(context, saver), {"configurable": {"thread_id": thread}}
+        graph, config = graph_for(settled.context, saver), {"configurable": {"thread_id": thread}}
         async with athread_lock(db, thread):
             if (await graph.aget_state(config)).values:
                 raise InputError(
@@ -157,4 +159,4 @@ async def _probe(
                 )
             if not args.quiet:
                 print(f"debate {thread}", file=sys.stderr)
-            return await arun_probe(graph, config, context, facts, **options)
+            return await arun_probe(graph, config, settled, facts, **options)

@@ -47,8 +47,6 @@ async def _resume(args: argparse.Namespace) -> int:
     from debate_engine.app.cli.runner import (  # start-up: langgraph
         drive,
         ended,
-        graph_for,
-        protocol_of,
     )
     from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
         athread_lock,
@@ -56,6 +54,7 @@ async def _resume(args: argparse.Namespace) -> int:
     )
     from debate_engine.app.store.shared_limits import shared_limits  # start-up: langgraph
     from debate_engine.graph.builder import compile_debate  # start-up: langgraph
+    from debate_engine.graph.by_protocol import graph_for, protocol_of  # start-up: langgraph
 
     db = db_of(args)
     async with open_checkpointer(db) as saver:

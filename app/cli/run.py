@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.outputs import (
@@ -18,10 +18,14 @@ from debate_engine.app.cli.outputs import (
     finish,
     load_env_file,
 )
-from debate_engine.app.cli.run_context import problem_of, resolved_from_args, seated
+from debate_engine.app.cli.run_context import problem_of, settled_from_args
 from debate_engine.app.reports.record import record_of
 from debate_engine.app.store.thread_ids import check_thread_id
 from debate_engine.prompts import role_names
+
+if TYPE_CHECKING:
+    from debate_engine.config.settings import RunSettings
+    from debate_engine.config.settled import Settled
 
 MODEL_CHOICE = """how the model is chosen: --model for every agent and the judge; else each agent's "model" in
   --config; else $DEBATE_MODEL; else openai:gpt-4o-mini when OPENAI_API_KEY is set; else
@@ -175,6 +179,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
     )
     run.add_argument("--no-summary", action="store_true", help="never summarize")
     run.add_argument(
+        "--anonymous",
+        action="store_true",
+        help="anonymous critiques: critiques, refinements and the judge see the other agents as "
+        "Author A, B, C, never by id, role or model; the transcript keeps who wrote what "
+        "(default: the config's debate.anonymous, else named)",
+    )
+    run.add_argument(
         "--max-tokens",
         type=int,
         help="spend cap: most prompt + completion tokens over every call "
@@ -185,6 +196,13 @@ def add_run_options(run: argparse.ArgumentParser) -> None:
         type=float,
         help="spend cap in US dollars, priced with genai-prices (default: the config's, else none)",
     )
+    run.add_argument(
+        "--on-agent-failure",
+        choices=["stop", "continue"],
+        help="when an agent's call fails after every retry and fallback: stop the run, resumable "
+        "(default: the config's onAgentFailure, else stop), or continue without that agent (its "
+        "verdict then reads 'partial: 2 of 3 agents')",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -193,23 +211,23 @@ def main(args: argparse.Namespace) -> int:
         check_thread_id(args.thread_id)
     problem = problem_of(args)
     check_outputs(args)
-    context, settings = resolved_from_args(args, credentials=not args.dry_run)
+    settled = settled_from_args(args, credentials=not args.dry_run)
     if args.dry_run:
         from debate_engine.app.measure.estimate import (  # start-up: langgraph, dry runs only
             estimate,
             render_estimate,
         )
 
-        if seats := seated(settings):
+        if seats := settled.people:
             raise InputError(
                 f"--dry-run cannot project a debate with a person at the table ({', '.join(seats)}): "
                 "their turns wait for answers; leave --human (and human seats) out to project the "
                 "agents' spend"
             )
 
-        print(render_estimate(estimate(context, settings, problem)))
+        print(render_estimate(estimate(settled.context, settled.settings, problem)))
         return 0
-    start_embedded_model(settings)
+    start_embedded_model(settled.settings)
     from debate_engine.app.cli.runner import (  # start-up: langgraph, while the model loads
         run_until_signal,
     )
@@ -217,10 +235,10 @@ def main(args: argparse.Namespace) -> int:
     args.thread_id = (
         args.thread_id or f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
     )
-    return run_until_signal(_run(args, problem, context, settings))
+    return run_until_signal(_run(args, problem, settled))
 
 
-def start_embedded_model(settings: Any) -> None:
+def start_embedded_model(settings: RunSettings) -> None:
     """Start the embedded model's server now when a seat's model is it, settings checked, nothing else started yet.
 
     Its load (seconds) then overlaps the imports and the graph's build (about a second) instead of following them.
@@ -234,20 +252,21 @@ def start_embedded_model(settings: Any) -> None:
         start_server()
 
 
-async def _run(args: argparse.Namespace, problem: str, context: Any, settings: Any) -> int:
+async def _run(args: argparse.Namespace, problem: str, settled: Settled) -> int:
     from debate_engine.app.cli.progress import Progress  # start-up: langgraph
-    from debate_engine.app.cli.runner import drive, graph_for  # start-up: langgraph
+    from debate_engine.app.cli.runner import drive  # start-up: langgraph
     from debate_engine.app.store.database import (  # start-up: langgraph's checkpointers
         athread_lock,
         open_checkpointer,
     )
     from debate_engine.app.store.shared_limits import shared_limits  # start-up: langgraph
-    from debate_engine.config.context import context_dict  # start-up: langchain-core
-    from debate_engine.nodes.setup import INTAKE  # start-up: langgraph
+    from debate_engine.graph.by_protocol import graph_for  # start-up: the run settings' schema
+    from debate_engine.nodes.setup import begin  # start-up: langgraph
 
     db = db_of(args)
-    async with open_checkpointer(db) as saver, shared_limits(db, args.thread_id, settings):
-        graph = graph_for(context, saver)
+    limits = shared_limits(db, args.thread_id, settled.settings)
+    async with open_checkpointer(db) as saver, limits:
+        graph = graph_for(settled.context, saver)
         config: Any = {"configurable": {"thread_id": args.thread_id}}
         async with athread_lock(db, args.thread_id):
             if (await graph.aget_state(config)).values:
@@ -259,17 +278,9 @@ async def _run(args: argparse.Namespace, problem: str, context: Any, settings: A
                 print(f"debate {args.thread_id}", file=sys.stderr)
             progress = Progress(args.quiet, args.verbose)
             try:
-                # The input and the settings resolved above, written as the graph's first node would:
-                # checkpointed before setup, so a stop anywhere resumes with them, never resolved again.
-                given = context_dict(context)
-                taken = {
-                    "problem": problem,
-                    "context": given,
-                    "context_taken": given,
-                    "settings": settings,
-                }
-                await graph.aupdate_state(config, taken, as_node=INTAKE)
-                snapshot = await drive(graph, None, config, context, progress)
+                # checkpointed before setup: a stop anywhere resumes with them, never resolved again
+                await begin(graph, config, settled.intake(problem))
+                snapshot = await drive(graph, None, config, settled.context, progress)
             finally:
                 progress.close()
     try:

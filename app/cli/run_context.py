@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.providers.secrets import redact
+
+if TYPE_CHECKING:
+    from debate_engine.config.settled import Settled
 
 
 def problem_of(args: argparse.Namespace) -> str:
@@ -38,21 +41,17 @@ def problem_of(args: argparse.Namespace) -> str:
     return redact(text.strip())
 
 
-def context_from_args(args: argparse.Namespace, credentials: bool = True) -> Any:
-    """Return the run's context from the flags, checked as the run will resolve it (see :func:`checked`)."""
-    return checked_context(_context_of(args), credentials)
-
-
-def resolved_from_args(args: argparse.Namespace, credentials: bool = True) -> tuple[Any, Any]:
+def settled_from_args(args: argparse.Namespace, credentials: bool = True) -> Settled:
     """Return the run's context from the flags and its settings, resolved once, here, where the run starts.
 
     ``credentials`` False leaves API keys unchecked: a dry run calls no model, so it needs none.
     """
-    context = _context_of(args)
-    return context, checked(context, credentials)
+    from debate_engine.config.settled import settle  # start-up: langchain-core
+
+    return settle(context_of_flags(args), credentials)
 
 
-def _context_of(args: argparse.Namespace) -> Any:
+def context_of_flags(args: argparse.Namespace) -> Any:
     """Return the flags as the protocol's context (a ``Context`` or ``RoundtableContext``), unresolved."""
     from debate_engine.config.context import (  # start-up: langchain-core
         DEFAULT_VOTES,
@@ -106,8 +105,10 @@ def context_fields(args: argparse.Namespace) -> dict[str, Any]:
         timeout_s=args.timeout,
         summary_method=args.summary_method or "",
         summarize=False if args.no_summary else None,
+        anonymous=True if getattr(args, "anonymous", False) else None,
         max_tokens=args.max_tokens,
         max_cost=args.max_cost,
+        on_agent_failure=getattr(args, "on_agent_failure", None),
         **(
             {"max_questions": args.max_questions}
             if getattr(args, "max_questions", None) is not None
@@ -122,39 +123,3 @@ def _is_file(path: str) -> bool:
         return Path(path).is_file()
     except OSError as exc:
         raise InputError(f"config file {path}: {exc.strerror}; check the path") from None
-
-
-def checked(context: Any, credentials: bool = True) -> Any:
-    """Resolve ``context`` into the run's settings, so every mistake shows before any call.
-
-    ``credentials`` False leaves API keys unchecked (a dry run needs none).
-    """
-    from debate_engine.config.resolve import resolve  # start-up: langchain-core
-    from debate_engine.config.settings import is_human  # start-up: langchain-core
-    from debate_engine.providers.factory import check_credentials  # start-up: asyncio, urllib
-
-    settings = resolve(context)  # raises ConfigError listing every problem
-    for profile in (*settings["agents"], settings["judge"]) if credentials else ():
-        if not is_human(profile):  # a person's seat has no model, so no key
-            check_credentials(profile["model"])  # a missing key is an input error, before any call
-    return settings
-
-
-def checked_context(context: Any, credentials: bool = True) -> Any:
-    """Return ``context`` once it resolves (see :func:`checked`)."""
-    checked(context, credentials)
-    return context
-
-
-def people(context: Any) -> list[str]:
-    """Return the seats persons take in a run of ``context``."""
-    from debate_engine.config.resolve import resolve  # start-up: langchain-core
-
-    return seated(resolve(context))
-
-
-def seated(settings: Any) -> list[str]:
-    """Return the seats persons take in a run of these settings."""
-    from debate_engine.config.settings import is_human  # start-up: langchain-core
-
-    return [a["id"] for a in settings["agents"] if is_human(a)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from debate_engine.app.cli.runner import graph_for
+from debate_engine.graph.by_protocol import graph_for
 from debate_engine.providers.prices import cost
 
 REPLY_SHARE = 0.6

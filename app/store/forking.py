@@ -28,13 +28,12 @@ from debate_engine.app.reports.record import RunRecord, record_of
 from debate_engine.app.reports.words import counted
 from debate_engine.calls.ledger import Tally, empty_spend, empty_tally
 from debate_engine.config.context import context_of
-from debate_engine.config.resolve import resolve
-from debate_engine.config.settings import RunSettings, is_human
+from debate_engine.config.settings import RunSettings
+from debate_engine.config.settled import settle
 from debate_engine.config.wording import quoted
 from debate_engine.errors import InputError
 from debate_engine.graph.state import ForkOrigin
 from debate_engine.nodes.positions import key_of
-from debate_engine.providers.factory import check_credentials
 
 UNFORKABLE = ("protocol", "clarify", "max_questions")
 """Settings that act before round 1, which a fork keeps as it was: a fork that would change them is refused."""
@@ -145,17 +144,13 @@ def fork_settings(
         **{k: v for k, v in given.items() if v is not None},
     }
     context = context_of(context_dict, None)
-    settings = resolve(context)
+    # a missing key is an input error, found before anything is written
+    settings = settle(context).settings
     if changes.judge_model:
-        judged = resolve(replace(context, model=changes.judge_model))
+        judged = settle(replace(context, model=changes.judge_model)).settings
         prices = {**settings["prices"], **judged["prices"]}
         settings = {**settings, "judge": judged["judge"], "prices": prices}
     _refuse_unforkable(original, settings, round_no)
-    for profile in (*settings["agents"], settings["judge"]):
-        if not is_human(profile):  # a person's seat has no model and needs no key
-            check_credentials(
-                profile["model"]
-            )  # a missing key is an input error, found before anything is written
     return context_dict, settings
 
 

@@ -35,7 +35,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from debate_engine.app.cli.runner import ended, protocol_of
+from debate_engine.app.cli.runner import ended
 from debate_engine.app.store.database import (
     DatabaseInputError,
     ThreadBusy,
@@ -43,8 +43,13 @@ from debate_engine.app.store.database import (
     is_postgres,
     schema_lock,
 )
+from debate_engine.calls.limits import declare, limits_of
 from debate_engine.config.context import context_dict, context_for
+from debate_engine.config.settings import RunSettings
+from debate_engine.config.settled import Settled
 from debate_engine.errors import InputError
+from debate_engine.graph.by_protocol import protocol_of
+from debate_engine.nodes.setup import begin
 from debate_engine.providers.failures import is_provider_error
 from debate_engine.providers.secrets import redact
 
@@ -195,14 +200,20 @@ def new_job(
     context: dict[str, Any],
     protocol: str = "phases",
     samples: int | None = None,
+    settings: RunSettings | None = None,
 ) -> Job:
     """Return a job for one thread (a sample's with its ``samples``): ``lock`` runs one job per thread at a time,
-    ``queueing_lock`` queues it once."""
+    ``queueing_lock`` queues it once.
+
+    ``settings`` are the run's, resolved where it was submitted: the worker starts the run on them and
+    resolves nothing.
+    """
     given: dict[str, Any] = {
         "thread_id": thread_id,
         "problem": problem,
         "context": context,
         "protocol": protocol,
+        **({"settings": settings} if settings is not None else {}),
     }
     return Job(
         queue=QUEUE,
@@ -241,6 +252,7 @@ async def run_debate(
     context: dict[str, Any],
     protocol: str = "phases",
     samples: int = 1,
+    settings: RunSettings | None = None,
 ) -> str:
     """Return the task: run (or continue) one debate thread to its end (a job naming no protocol: a phase debate's)."""
     extra = job.additional_context
@@ -249,7 +261,7 @@ async def run_debate(
     try:
         async with athread_lock(extra["db"], thread_id):
             values = await drive_thread(
-                extra["graphs"], thread_id, problem, context, name, protocol, samples
+                extra["graphs"], thread_id, problem, context, name, protocol, samples, settings
             )
     except asyncio.CancelledError:
         if job.abort_reason() != AbortReason.SHUTDOWN:
@@ -274,22 +286,27 @@ async def drive_thread(
     name: str,
     protocol: str = "phases",
     samples: int = 1,
+    settings: RunSettings | None = None,
 ) -> Any:
     """Start the thread from its problem, or continue it from its last checkpoint; answer no questions.
 
     A stored thread continues on the protocol its state names, whatever the job says (resubmitting continues
-    that debate); a new ``sample`` draws ``samples`` answers; ``graphs`` share the checkpointer.
+    that debate); a new ``sample`` draws ``samples`` answers; ``graphs`` share the checkpointer. A new thread
+    starts on the job's ``settings`` (resolved where it was submitted); a job queued without them has the
+    graph's first node resolve its context.
     """
     config: Any = {"configurable": {"thread_id": thread_id}}
     snapshot = await graphs["phases"].aget_state(config)  # the values, in one state schema for both
     protocol = protocol_of(snapshot.values) if snapshot.values else protocol
-    graph, settings = graphs[protocol], context_for(protocol, context)
+    graph, run_context = graphs[protocol], context_for(protocol, context)
     if graph is not graphs["phases"]:
         snapshot = await graph.aget_state(
             config
         )  # what runs next, only the thread's own graph knows
     if snapshot.values and ended(snapshot):
         return snapshot.values  # finished before this job ran
+    # the rate limits its settings state hold it, continued or new (one the intake resolves declares its own)
+    declare(thread_id, limits_of(snapshot.values.get("settings") or settings or {}))
     if not snapshot.values and not problem:
         raise InputError(f"thread {thread_id} holds no debate and the job has no problem")
     status = snapshot.values.get("status") or {}
@@ -303,20 +320,18 @@ async def drive_thread(
             else f"starting ({protocol})"
         ),
     )
-    # The settings travel with the input too: a debate stopped before its setup finished resumes with them
-    # anywhere (`debate resume` included); once setup has fixed them in state, the context no longer matters.
-    payload: Any = (
-        None
-        if snapshot.values
-        else {
-            "problem": problem,
-            "context": context_dict(settings),
-            **({"samples": samples} if protocol == "sample" else {}),
-        }
-    )
+    extra = {"samples": samples} if protocol == "sample" else {}
+    payload: Any = None
+    if not snapshot.values and settings is not None:
+        settled = Settled(run_context, settings)
+        await begin(graph, config, settled.intake(problem, protocol=protocol, **extra))
+    elif (
+        not snapshot.values
+    ):  # the settings travel with the input: a stop before setup resumes with them
+        payload = {"problem": problem, "context": context_dict(run_context), **extra}
     while True:
         stream = graph.astream(
-            payload, config, context=settings, stream_mode="updates", durability="sync"
+            payload, config, context=run_context, stream_mode="updates", durability="sync"
         )
         async for _ in stream:
             pass

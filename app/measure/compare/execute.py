@@ -20,11 +20,12 @@ from typing import Any
 
 from debate_engine.app.cli.progress import Progress
 from debate_engine.app.cli.runner import drive, ended
-from debate_engine.app.measure.compare.gate import Refused, RunGate, SpendGate, gated_settings
+from debate_engine.app.measure.compare.gate import Refused, RunGate, SpendGate
 from debate_engine.app.measure.compare.protocols import Protocol
 from debate_engine.app.measure.compare.tasks import Task, is_correct, normalise
-from debate_engine.config.context import context_dict
 from debate_engine.config.settings import RunSettings
+from debate_engine.config.settled import Settled, settle
+from debate_engine.nodes.setup import begin
 
 CAPS = {"max_tokens": ("tokens", "--max-tokens"), "max_cost": ("cost", "--max-cost")}
 """The comparison's spend caps by their field (here and in a run's context): what each limits, and
@@ -52,6 +53,10 @@ class Comparison:
     """With ``--queue``: the opened job queue, whose ``debate worker``s run the runs instead of this process."""
     gate: SpendGate | None = field(default=None, init=False)
     """Under a cap: what every request of every run passes (``gate.py``)."""
+    given: list[Settled] = field(default_factory=list)
+    """The settings the command resolved where it started: a protocol whose runs have the same context takes them."""
+    settled: dict[str, Settled] = field(default_factory=dict, init=False)
+    """Each protocol's run settings by its label, resolved once for all of its runs."""
 
     def __post_init__(self) -> None:
         if self.capped:
@@ -72,6 +77,18 @@ class Comparison:
         """Return the caps given, by their field."""
         given = {"max_tokens": self.max_tokens, "max_cost": self.max_cost}
         return {key: float(limit) for key, limit in given.items() if limit is not None}
+
+    def settled_for(self, protocol: Protocol) -> Settled:
+        """Return the settings every run of ``protocol`` starts with, resolved on its first run only.
+
+        The comparison's caps are held request by request at its gate, never as a run's own cap.
+        Keys were checked where the comparison started.
+        """
+        if protocol.label not in self.settled:
+            context = dataclasses.replace(protocol.context, max_tokens=None, max_cost=None)
+            known = (s for s in self.given if s.context == context)
+            self.settled[protocol.label] = next(known, None) or settle(context, credentials=False)
+        return self.settled[protocol.label]
 
     def left(self) -> dict[str, float]:
         """Return what each cap given has left, by its field."""
@@ -111,8 +128,7 @@ async def run_protocol(
     # Under a cap the runs go one at a time: each may spend all that is left, and none spends another's share.
     gate = asyncio.Semaphore(1 if comparison.capped else comparison.jobs)
     total, done = len(tasks) * seeds, [0]
-    priced = comparison.max_cost is not None
-    settings = gated_settings(protocol.context, priced) if comparison.capped else None
+    settings = comparison.settled_for(protocol).settings if comparison.capped else None
 
     async def one(task: Task, seed: int) -> dict[str, Any] | None:
         async with gate:
@@ -162,20 +178,21 @@ async def _run(
     """Start or resume a run, its requests at the comparison's gate; None when a cap cut it."""
     graph, thread = comparison.graphs[protocol.graph], comparison.thread(protocol, task, seed)
     config: Any = {"configurable": {"thread_id": thread}}
-    # The comparison's caps are held request by request at its gate, never as a run's own cap.
-    context = dataclasses.replace(protocol.context, max_tokens=None, max_cost=None)
-    payload = _start(protocol, task, context, values)
+    settled = comparison.settled_for(protocol)
     before = dict(comparison.spent)
-    if payload is None:  # resumed: what it spent before counts against the caps
+    fresh = afresh(values)
+    if not fresh:  # resumed: what it spent before counts against the caps
         _charge(comparison, values)
     gate = comparison.gate
+    if gate is not None and settings is not None and any(v <= 0 for v in gate.left().values()):
+        comparison.stopped = comparison.nearest_spent()
+        return None
+    if fresh:
+        await begin(graph, config, _intake(protocol, task, settled))
     if gate is not None and settings is not None:
-        if any(left <= 0 for left in gate.left().values()):
-            comparison.stopped = comparison.nearest_spent()
-            return None
         config["callbacks"] = [RunGate(gate, settings)]
     try:
-        snapshot = await drive(graph, payload, config, context, Progress(quiet=True))
+        snapshot = await drive(graph, None, config, settled.context, Progress(quiet=True))
     except Refused as refused:
         # cut: what its finished requests spent is spent (the state lacks those of the phase it was cut in)
         _settle(comparison, before, (await graph.aget_state(config)).values, cut=True)
@@ -188,19 +205,20 @@ async def _run(
     return record_of(protocol, task, seed, thread, snapshot.values)
 
 
-def _start(
-    protocol: Protocol, task: Task, context: Any, values: dict[str, Any]
-) -> dict[str, Any] | None:
-    """Return the input that starts a run afresh; None resumes it with the settings it started with.
+def afresh(values: dict[str, Any]) -> bool:
+    """Return whether a run starts afresh: it never began, or a cap stopped it.
 
-    A run a cap stopped starts again: resumed, it would keep the spent cap fixed in its state.
+    Resumed, a run a cap stopped would keep the spent cap fixed in its state; any other resumes with the
+    settings it started with.
     """
-    if values and values.get("stopped") != "budget":
-        return None
-    payload: dict[str, Any] = {"problem": task.question, "context": context_dict(context)}
+    return not values or values.get("stopped") == "budget"
+
+
+def _intake(protocol: Protocol, task: Task, settled: Settled) -> dict[str, Any]:
+    """Return the first node's update that starts a run of ``protocol`` on ``task``."""
     if protocol.graph == "sample":
-        payload["samples"] = protocol.samples
-    return payload
+        return settled.intake(task.question, protocol="sample", samples=protocol.samples)
+    return settled.intake(task.question)
 
 
 def _charge(comparison: Comparison, values: dict[str, Any]) -> None:
@@ -256,7 +274,8 @@ def record_of(
     tokens, cost = spend_of(values)
     status = values.get("status") or {}
     answers = {normalise(a, task.kind) for a in final.values()}
-    agents = len((values.get("settings") or {}).get("agents") or [])
+    settings = values.get("settings") or {}
+    agents = len(settings.get("agents") or []) + len(settings.get("missing") or [])
     answer = answer_of(values)
     return {
         "protocol": protocol.label,
@@ -271,7 +290,14 @@ def record_of(
         "flips": [[is_correct(task, first[a]), is_correct(task, final[a])] for a in sorted(final)],
         "consensus": len(final) == agents > 0 and len(answers) == 1 and None not in answers,
         "escalated": escalated(values),
+        "partial": partial(values),
     }
+
+
+def partial(values: dict[str, Any]) -> str | None:
+    """Return ``partial: 2 of 3 agents`` for a run that went on without some agents (counted apart); None when whole."""
+    panel = ((values.get("solution") or {}).get("verdict") or {}).get("panel") or {}
+    return panel.get("partial")
 
 
 def escalated(values: dict[str, Any]) -> bool | None:

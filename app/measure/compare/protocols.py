@@ -9,9 +9,11 @@ from typing import Any
 
 from debate_engine.errors import InputError
 
-PROTOCOLS = ("single", "vote", "debate", "debate-vote", "roundtable", "escalate")
+PROTOCOLS = ("single", "vote", "debate", "debate-vote", "debate-anon", "roundtable", "escalate")
 """``single``: one answer; ``vote``: k answers, the majority wins; ``debate``: the phase debate and its judge;
 ``debate-vote``: the same debate settled by the agents' final positions (``synthesisMethod: voting``);
+``debate-anon``: the same debate with anonymous critiques (every agent and the judge see the others as
+Author A, B, C), to set beside ``debate``: what identity bias costs;
 ``roundtable``: the turn-taking debate of N turns and its judge; ``escalate``: the vote's k answers, settled
 when all agree, else debated by the same k voters and judged."""
 SAMPLED = ("single", "vote")
@@ -47,11 +49,17 @@ def parse_protocols(text: str) -> list[str]:
 
 
 def protocol(
-    name: str, context: Any, sample_agent: str, votes: int = 1, roundtable: Any = None
+    name: str,
+    context: Any,
+    sample_agent: str,
+    votes: int = 1,
+    roundtable: Any = None,
+    window: int | None = None,
 ) -> Protocol:
     """Return the protocol ``name`` on the run's settings: samples use one agent, the debates every configured one.
 
-    ``escalate`` seats the vote's ``votes`` copies of the sample agent, as ``vote`` does: its vote is the vote's.
+    ``escalate`` seats the vote's ``votes`` copies of the sample agent, as ``vote`` does: its vote is the vote's;
+    ``window`` draws them that many at a time, stopping at the first window that agrees (its label says so).
 
     ``roundtable`` is the roundtable's own settings (the run's, with its turns); its label carries the turns,
     so a comparison rerun with other ``--turns`` runs new threads instead of reading back the old ones.
@@ -63,11 +71,13 @@ def protocol(
             raise InputError(
                 f"--votes {votes}: escalate needs an odd vote (an even one can tie); give an odd k"
             )
+        if window is not None and not 1 <= window <= votes:
+            raise InputError(f"--window {window}: give 1 to the vote's {votes} answers at a time")
         return Protocol(
             name,
-            f"escalate-{votes}",
+            f"escalate-{votes}" + (f"-w{window}" if window else ""),
             "debate",
-            dataclasses.replace(context, agents=sample_agent, votes=votes),
+            dataclasses.replace(context, agents=sample_agent, votes=votes, window=window),
         )
     if name in SAMPLED:
         k = 1 if name == "single" else votes
@@ -78,6 +88,8 @@ def protocol(
             dataclasses.replace(context, agents=sample_agent),
             k,
         )
+    if name == "debate-anon":
+        return Protocol(name, name, "debate", dataclasses.replace(context, anonymous=True))
     voting = "voting" if name == "debate-vote" else context.synthesis_method
     return Protocol(name, name, "debate", dataclasses.replace(context, synthesis_method=voting))
 

@@ -51,6 +51,8 @@ class Run:
     context: dict[str, Any] = field(default_factory=dict)
     protocol: str = "phases"
     samples: int | None = None
+    settings: Any = None
+    """The run's settings as the comparison resolved them (once per protocol): the worker starts on them."""
 
 
 async def newest_jobs(app: Any, threads: list[str]) -> dict[str, dict[str, Any]]:
@@ -69,7 +71,10 @@ async def submit(app: Any, runs: list[Run]) -> int:
     fresh = [r for r in runs if (jobs.get(r.thread) or {}).get("status") not in ACTIVE]
     if fresh:
         await app.job_manager.batch_defer_jobs_async(
-            [new_job(r.thread, r.problem, r.context, r.protocol, r.samples) for r in fresh]
+            [
+                new_job(r.thread, r.problem, r.context, r.protocol, r.samples, r.settings)
+                for r in fresh
+            ]
         )
     return len(fresh)
 
@@ -148,7 +153,7 @@ async def run_protocol_queued(
         if settled(values):
             await read(thread, values)
         else:
-            pending.append(job_of(protocol, task, thread))
+            pending.append(job_of(comparison, protocol, task, thread))
     await submit(comparison.queue, pending)
     if pending and not comparison.quiet:
         print(
@@ -171,7 +176,7 @@ async def submit_protocol(
         for seed in range(1, seeds + 1):
             thread = comparison.thread(protocol, task, seed)
             if not settled(await _values(comparison, protocol, thread)):
-                runs.append(job_of(protocol, task, thread))
+                runs.append(job_of(comparison, protocol, task, thread))
     return await submit(comparison.queue, runs)
 
 
@@ -184,14 +189,16 @@ def settled(values: dict[str, Any]) -> bool:
     return finished(values) or values.get("stopped") == "budget"
 
 
-def job_of(protocol: Protocol, task: Task, thread: str) -> Run:
+def job_of(comparison: Comparison, protocol: Protocol, task: Task, thread: str) -> Run:
     """Return the job of one run: the task's question on the protocol's settings (and a sample's count of answers)."""
+    settled = comparison.settled_for(protocol)
     return Run(
         thread,
         task.question,
-        context_dict(protocol.context),
+        context_dict(settled.context),
         GRAPH_PROTOCOL[protocol.graph],
         protocol.samples if protocol.graph == "sample" else None,
+        settled.settings,
     )
 
 

@@ -14,20 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from debate_engine.app.cli.outputs import db_of
-from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.compare import results
 from debate_engine.app.measure.compare.execute import Comparison, run_protocol
-from debate_engine.app.measure.compare.gate import Refusal, gated_settings
+from debate_engine.app.measure.compare.gate import Refusal
 from debate_engine.app.measure.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
 from debate_engine.app.measure.compare.queued import run_protocol_queued, submit_protocol
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.app.reports.charts import accuracy_svg
 from debate_engine.app.store.database import athread_lock, open_checkpointer, thread_ids
+from debate_engine.config.settings import RunSettings
+from debate_engine.config.settled import Settled
 from debate_engine.errors import EXIT_OK, InputError
+from debate_engine.graph.by_protocol import graph_for
 from debate_engine.providers.factory import provider_of
 from debate_engine.providers.secrets import redact
 
-ORDER = ("single", "debate", "debate-vote", "roundtable", "vote", "escalate")
+ORDER = ("single", "debate", "debate-vote", "debate-anon", "roundtable", "vote", "escalate")
 """Run order: the vote is sized last, from what single and the debate spent; escalate votes with its k."""
 
 
@@ -57,13 +59,16 @@ async def run_comparison(
     names: list[str],
     budget: float | str | None,
     tasks: list[Task],
-    context: Any,
+    settled: Settled,
     roundtable: Any = None,
 ) -> int:
     """Run every protocol asked for on every task and seed, then print and write the figures.
 
-    ``roundtable`` is the roundtable protocol's settings (``context`` with its turns), when it is compared.
+    ``settled`` are the runs' settings as the flags resolved them; ``roundtable`` the roundtable
+    protocol's (``settled``'s with its turns), when it is compared.
     """
+    given = [s for s in (settled, roundtable) if s is not None]
+    context, roundtable = settled.context, roundtable and roundtable.context
     name = comparison_id(tasks, context)
     db = db_of(args)
     async with (
@@ -82,11 +87,12 @@ async def run_comparison(
         comparison = Comparison(
             name,
             graphs,
-            jobs=args.jobs or default_jobs(context),
+            jobs=args.jobs or default_jobs(settled.settings),
             max_cost=args.max_cost,
             max_tokens=args.max_tokens,
             quiet=args.quiet,
             queue=queue,
+            given=given,
         )
         _say(
             args,
@@ -118,7 +124,7 @@ async def _run_all(
             notes.append(sized)
         if key == "escalate":
             votes = runs["vote"][0].samples if "vote" in runs else args.votes or DEFAULT_VOTES
-        chosen = protocol(key, context, sample_agent(args), votes, roundtable)
+        chosen = protocol(key, context, sample_agent(args), votes, roundtable, args.window)
         run = (
             run_protocol if comparison.queue is None else run_protocol_queued
         )  # workers run a queued comparison
@@ -126,14 +132,13 @@ async def _run_all(
     return runs, notes
 
 
-def default_jobs(context: Any) -> int:
+def default_jobs(settings: RunSettings) -> int:
     """Return the runs at once: 1 when any model the runs use is the embedded one, else 4.
 
     The embedded model answers one call at a time. The models are the resolved ones, so a model
     named by the config file or picked by default (no API key: the embedded model) counts as one
     given with ``--model``.
     """
-    settings = gated_settings(context, priced=False)  # the comparison's caps are not a run's
     models = [
         m
         for p in (*settings["agents"], settings["judge"])
@@ -168,7 +173,9 @@ async def _submit_early(
     """
     ready = [key for key in names if key not in ("vote", "escalate") or args.votes is not None]
     for key in sorted(ready, key=ORDER.index):
-        chosen = protocol(key, context, sample_agent(args), args.votes or 1, roundtable)
+        chosen = protocol(
+            key, context, sample_agent(args), args.votes or 1, roundtable, args.window
+        )
         await submit_protocol(comparison, chosen, tasks, args.seeds)
 
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 
-from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.measure.probe.facts import Fact, briefings, landed, reply_notes
 from debate_engine.app.measure.probe.readings import (
     by_shape,
@@ -31,6 +30,9 @@ from debate_engine.app.measure.probe.readings import (
     turn_measures,
     windows,
 )
+from debate_engine.config.settled import Settled, settle
+from debate_engine.graph.by_protocol import graph_for
+from debate_engine.nodes.setup import begin
 
 PROBLEM = "Design a rate limiter for a public HTTP API."
 """What the probe's debate is about, unless the user gives a problem of their own."""
@@ -72,18 +74,29 @@ def run_probe(
     plant: str = "briefing",
     every: int = 10,
 ) -> dict[str, Any]:
-    """Run the probe on an in-memory graph (see :func:`arun_probe`)."""
+    """Run the probe on an in-memory graph (see :func:`arun_probe`), its settings resolved with the facts."""
     graph = graph_for("roundtable" if protocol == "roundtable" else "phases", None)
     config: Any = {"configurable": {"thread_id": "probe"}}
+    settled = settle(noted(context, facts, plant), credentials=False)
     return asyncio.run(
-        arun_probe(graph, config, context, facts, emit=emit, plant=plant, every=every)
+        arun_probe(graph, config, settled, facts, emit=emit, plant=plant, every=every)
     )
+
+
+def noted(context: Any, facts: list[Fact], plant: str) -> Any:
+    """Return the run's context with the facts planted: as briefing notes, or as notes asking replies to state them."""
+    notes = (
+        {"briefings": briefings(facts)}
+        if plant == "briefing"
+        else {"reply_notes": reply_notes(facts)}
+    )
+    return dataclasses.replace(context, **notes)
 
 
 async def arun_probe(
     graph: Any,
     config: Any,
-    context: Any,
+    settled: Settled,
     facts: list[Fact],
     *,
     emit: Any = None,
@@ -95,19 +108,15 @@ async def arun_probe(
 
     ``briefing`` plants the facts as a note every perspective includes; ``replies``
     asks the debaters to state them, and only the facts a reply states are measured,
-    from the round after (the reply itself is the fact's first appearance).
+    from the round after (the reply itself is the fact's first appearance). ``settled`` holds the
+    facts' notes (:func:`noted`).
     """
-    notes = (
-        {"briefings": briefings(facts)}
-        if plant == "briefing"
-        else {"reply_notes": reply_notes(facts)}
-    )
-    context = dataclasses.replace(context, **notes)
+    await begin(graph, config, settled.intake(problem))
     log = PromptLog()
     config = {**config, "callbacks": [log]}
     started = time.time()
     async for mode, chunk in graph.astream(
-        {"problem": problem}, config, context=context, stream_mode=["custom"]
+        None, config, context=settled.context, stream_mode=["custom"]
     ):
         if mode == "custom" and emit:
             emit(chunk)
