@@ -74,6 +74,27 @@ def test_imports_point_one_way(name: str, path: Path) -> None:
             ), f"{name} imports {target}: only the builders may use nodes"
 
 
+CLI, VIEWER = "debate_engine.app.cli", "debate_engine.app.viewer"
+VIEWER_DOORS = {f"{VIEWER}.serving", f"{VIEWER}.sharing"}
+"""What the command line may open of the viewer: ``debate serve`` serves it, ``debate report --html`` writes its
+page. Nothing else, and the viewer nothing of the command line: what both need lives below both."""
+
+
+@pytest.mark.parametrize(
+    ("name", "path"),
+    [(m, p) for m, p in modules() if m.startswith((f"{CLI}.", f"{VIEWER}."))],
+    ids=[m for m, _ in modules() if m.startswith((f"{CLI}.", f"{VIEWER}."))],
+)
+def test_the_command_line_and_the_viewer_import_nothing_of_each_other(
+    name: str, path: Path
+) -> None:
+    other, allowed = (VIEWER, VIEWER_DOORS) if name.startswith(CLI) else (CLI, set())
+    wrong = {t for t in imports_of(path) if t.startswith(other) and t not in allowed}
+    assert not wrong, (
+        f"{name} imports {sorted(wrong)}: move what both use below both (graph/, app/store/)"
+    )
+
+
 def runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Return the modules of ``known`` that ``name`` imports when it runs: at the top or inside a function, not under
     ``if TYPE_CHECKING``. ``from package import module`` names the module; ``from module import name`` the module."""

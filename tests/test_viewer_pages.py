@@ -82,9 +82,15 @@ def test_a_roundtable_shows_its_turns_paged(
 ) -> None:
     monkeypatch.setattr(pages.view, "TURNS_PER_PAGE", 3)
     first = client.get("/debates/table-1")
-    assert "Turns" in text_of(first.text) and len(re.findall(r"<li value=", first.text)) == 3
+    assert (
+        "Turns" in text_of(first.text)
+        and len(re.findall(r"<li><details class=\"turn", first.text)) == 3
+    )
     last = client.get("/debates/table-1", params={"page": 99})  # past the end: the last page
-    assert len(re.findall(r"<li value=", last.text)) == 1 and "turn 7: architect" in last.text
+    assert (
+        len(re.findall(r"<li><details class=\"turn", last.text)) == 1
+        and "turn 7: architect" in last.text
+    )
 
 
 def test_model_text_is_escaped_on_every_page(client: TestClient) -> None:
@@ -153,7 +159,9 @@ def test_the_start_form_offers_the_contexts_fields_with_descriptions_and_ranges(
 ) -> None:
     page = client.get("/new")
     shown = text_of(page.text)
-    for name in ("model", "agents", "humans", "rounds", "turns", "max_cost", "stop_rule"):
+    for name in ("model", "agents", "humans", "rounds", "max_cost", "stop_rule"):
         assert f'name="{name}"' in page.text, name
+    assert 'name="turns"' not in page.text  # the roundtable's, shown with its protocol
+    assert 'name="turns"' in client.get("/new?protocol=roundtable").text
     assert "Debate rounds (>= 1)" in shown and "Range 1 to 10,000." in shown
     assert 'name="csrf"' in page.text

@@ -20,7 +20,6 @@ from langgraph.types import Command, Interrupt
 from debate_engine.app.cli.exit_codes import InputError
 from debate_engine.app.cli.person import answer_turn, is_person_question
 from debate_engine.app.cli.progress import Progress
-from debate_engine.config.context import RoundtableContext
 from debate_engine.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, DebateError
 
 T = TypeVar("T")
@@ -156,21 +155,6 @@ def ask(request: dict[str, Any]) -> dict[str, list[str]]:
     return answers
 
 
-def graph_for(context_or_protocol: Any, saver: Any) -> Any:
-    """Return the phase debate, the roundtable or a sample (``debate compare``'s single and vote), compiled on ``saver``."""
-    if context_or_protocol == "sample":
-        from debate_engine.graph.sample import compile_sample  # start-up: one graph per run
-
-        return compile_sample(checkpointer=saver)
-    if isinstance(context_or_protocol, RoundtableContext) or context_or_protocol == "roundtable":
-        from debate_engine.graph.roundtable import compile_roundtable  # start-up: one graph per run
-
-        return compile_roundtable(checkpointer=saver)
-    from debate_engine.graph.builder import compile_debate  # start-up: one graph per run
-
-    return compile_debate(checkpointer=saver)
-
-
 def ended(snapshot: Any) -> bool:
     """Return whether LangGraph has nothing left to run on a thread: a checkpoint with no tasks at all.
 
@@ -179,12 +163,3 @@ def ended(snapshot: Any) -> bool:
     applies those results and goes on; only a finished run (or one never started) has no tasks.
     """
     return not snapshot.tasks
-
-
-def protocol_of(values: dict[str, Any]) -> str:
-    """Which graph a stored debate belongs to: its settings say, or (before setup) its input's settings."""
-    return str(
-        (values.get("settings") or {}).get("protocol")
-        or (values.get("context") or {}).get("protocol")
-        or "phases"
-    )

@@ -1,4 +1,4 @@
-"""What a page may change: start a debate, answer its questions, resume it, fork it.
+"""What a page may change: start a debate, answer its questions, stop it, resume it, fork it.
 
 Each action needs the form token of the server's own pages (``guard``), is
 refused while another process runs the thread, and redirects to the debate's
@@ -21,8 +21,6 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from debate_engine.app.cli.run_context import checked_context
-from debate_engine.app.cli.runner import graph_for, protocol_of
 from debate_engine.app.store.forking import (
     Changes,
     fork_point,
@@ -33,13 +31,23 @@ from debate_engine.app.store.forking import (
 )
 from debate_engine.app.viewer import pages
 from debate_engine.app.viewer.guard import same
+from debate_engine.app.viewer.in_flight import showing_steps
 from debate_engine.app.viewer.pages import loaded_or_404, standing
 from debate_engine.app.viewer.running import pending_writes, waiting
-from debate_engine.app.viewer.start_form import FormErrors, field_errors, form_fields, parse_form
+from debate_engine.app.viewer.start_form import (
+    FORM_OWN,
+    FormErrors,
+    chosen_protocol,
+    field_errors,
+    form_fields,
+    parse_form,
+    unusable_model,
+)
 from debate_engine.app.viewer.templating import render
-from debate_engine.config.context import context_dict
 from debate_engine.config.file import ConfigError
+from debate_engine.config.settled import settle
 from debate_engine.errors import InputError
+from debate_engine.graph.by_protocol import graph_for, protocol_of
 from debate_engine.nodes.human import HUMAN_TURN, WrongShape, read_answer
 from debate_engine.nodes.positions import POSITION_KINDS
 from debate_engine.providers.secrets import redact
@@ -90,25 +98,31 @@ def to_page(request: Request, thread: str) -> Response:
 
 
 async def start(request: Request) -> Response:
-    """Start a debate from the form; a mistake shows the form again, the field named, what was typed kept."""
+    """Start a debate from the form; a mistake shows the form again, the field named, what was typed kept.
+
+    ``show`` (the protocol's button) shows the form again with the chosen protocol's settings, starting
+    nothing: a page without script changes protocol so. Every setting and the models are checked before
+    a thread exists, so a form that cannot run leaves no debate behind.
+    """
     form = await checked_form(request)
-    typed = {k: v for k, v in form.items() if k != "csrf"}
+    typed = {k: v for k, v in form.items() if k not in ("csrf", "show")}
+    if form.get("show"):
+        return _form_again(request, _kept_for(typed), {}, 200)
     try:
         problem, context = parse_form(typed)
-        checked_context(
-            context
-        )  # every setting checked as `debate run` checks it, before anything runs
+        settled = settle(context)  # every setting checked as `debate run` checks it, resolved once
     except FormErrors as exc:
         return _form_again(request, typed, exc.errors)
     except ConfigError as exc:
         return _form_again(request, typed, field_errors(exc.lines()))
     except InputError as exc:  # a missing API key
         return _form_again(request, typed, {"model": exc.message()})
+    if unusable := unusable_model(settled.settings):
+        return _form_again(request, typed, {"model": unusable})
     thread = typed.get("thread_id", "").strip() or new_thread()
     if (await request.app.state.store.newest(thread))[0] is not None:
         return _form_again(request, typed, {"thread_id": f"thread {thread} already holds a debate"})
-    payload = {"problem": redact(problem), "context": context_dict(context)}
-    request.app.state.runs.start(thread, payload, context, None)
+    request.app.state.runs.start(thread, settled.intake(redact(problem)), context, None)
     await first_checkpoint(request, thread)
     failed = request.app.state.runs.failed.get(thread)
     if failed and (await request.app.state.store.newest(thread))[0] is None:
@@ -138,8 +152,16 @@ def new_thread() -> str:
     return f"debate-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
-def _form_again(request: Request, typed: dict[str, str], errors: dict[str, str]) -> Response:
-    return render(request, "new.html", 400, fields=form_fields(), form=typed, errors=errors)
+def _form_again(
+    request: Request, typed: dict[str, str], errors: dict[str, str], code: int = 400
+) -> Response:
+    return render(request, "new.html", code, fields=form_fields(), form=typed, errors=errors)
+
+
+def _kept_for(typed: dict[str, str]) -> dict[str, str]:
+    """Return what was typed that the chosen protocol's form still has: another protocol's settings go."""
+    shown = {f.name for f in form_fields(chosen_protocol(typed))} | FORM_OWN
+    return {k: v for k, v in typed.items() if k in shown}
 
 
 async def _ready(request: Request, thread: str) -> dict[str, Any]:
@@ -215,7 +237,7 @@ async def _page_again(
         if unsent
         else [],
     }
-    page = await pages.debate(request)
+    page = await showing_steps(pages.debate)(request)
     return HTMLResponse(bytes(page.body), status_code=code)
 
 
@@ -312,6 +334,21 @@ async def resume(request: Request) -> Response:
     if now["status"] == "done":
         raise HTTPException(409, f"debate {thread} is already finished")
     request.app.state.runs.start(thread, None, None, protocol_of(loaded.values))
+    return to_page(request, thread)
+
+
+async def stop(request: Request) -> Response:
+    """Stop this server's run of a debate; its finished calls stay in the checkpoint and it resumes from the page."""
+    await checked_form(request)
+    thread, _ = await loaded_or_404(request)
+    if not await request.app.state.runs.stop(thread):
+        if await request.app.state.store.busy(thread):
+            raise HTTPException(
+                409,
+                f"debate {thread} runs in another process (a terminal's `debate run` or `debate "
+                "resume`, or a worker): stop it there, with Ctrl-C",
+            )
+        raise HTTPException(409, f"debate {thread} is not running; there is nothing to stop")
     return to_page(request, thread)
 
 

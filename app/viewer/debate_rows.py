@@ -15,7 +15,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from debate_engine.app.reports.record import record_of
-from debate_engine.app.reports.standing import reason_of, row_of, rows_of
+from debate_engine.app.reports.standing import STATES, reason_of, row_of, rows_of
 from debate_engine.app.store.database import failed_cost, failed_tokens, is_postgres
 
 NEWEST_SQL = """
@@ -52,11 +52,49 @@ async def version(saver: Any) -> str:
         return str(await cur.fetchone())
 
 
+PROTOCOLS = ("phases", "roundtable", "sample")
+"""What a row's protocol is: a phase debate, a roundtable, or a comparison's single answer or vote."""
+ORIGINS = ("hand", "comparison", "fork")
+"""Where a debate came from: run by hand (the command line, the start form, the SDK), a comparison's run, a fork."""
+FILTERS = {"status": STATES, "protocol": PROTOCOLS, "origin": ORIGINS}
+"""The list's filters by their query parameter, each with the values it takes."""
+
+
+def protocol_of(channels: dict[str, Any]) -> str:
+    """Return a debate's protocol (one of ``PROTOCOLS``) from its newest checkpoint's plain channels."""
+    if channels.get("turn_count"):
+        return "roundtable"
+    return "sample" if channels.get("samples") else "phases"
+
+
+def origin_kind(row: dict[str, Any]) -> str:
+    """Return where a listed debate came from, one of ``ORIGINS``."""
+    return (row.get("origin") or {}).get("kind", "hand")
+
+
+def facet(row: dict[str, Any], name: str) -> str:
+    """Return a row's value for the filter ``name`` (one of ``FILTERS``)."""
+    return origin_kind(row) if name == "origin" else str(row[name])
+
+
+def matching(rows: list[dict[str, Any]], chosen: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """Return the rows whose status, protocol and origin are each among those ``chosen`` (any, where none is)."""
+    return [r for r in rows if all(facet(r, k) in v for k, v in chosen.items() if v)]
+
+
 async def all_rows(saver: BaseCheckpointSaver, db: str) -> list[dict[str, Any]]:
-    """Return every debate's row, newest first, with ``debate list``'s status word, why, and its origin."""
+    """Return every debate's row, newest first, with ``debate list``'s status word, why, protocol and origin."""
     if is_postgres(db):
-        return as_shown([{**row} for row in await rows_of(db)])
+        return as_shown(await _with_protocol(saver, [{**row} for row in await rows_of(db)]))
     return as_shown(await _sqlite_rows(saver, db))
+
+
+async def _with_protocol(saver: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``debate list``'s rows, each with its protocol read from its thread's newest checkpoint."""
+    for row in rows:
+        found = await saver.aget_tuple({"configurable": {"thread_id": row["thread"]}})
+        row["protocol"] = protocol_of(found.checkpoint.get("channel_values", {}) if found else {})
+    return rows
 
 
 def as_shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -98,7 +136,7 @@ async def _row(
     return {
         **row,
         "why": reason_of(row["status"], record_of(channels), writes),
-        "protocol": "roundtable" if channels.get("turn_count") else "phases",
+        "protocol": protocol_of(channels),
     }
 
 
@@ -107,10 +145,11 @@ def origin_of(row: dict[str, Any]) -> dict[str, str] | None:
     thread = row["thread"]
     if row.get("forked_from"):
         origin = row["forked_from"]
+        unit = "turn" if row.get("protocol") == "roundtable" else "round"
         return {
             "kind": "fork",
             "thread": origin["thread"],
-            "text": f"fork of round {origin['round']}",
+            "text": f"fork of {unit} {origin['round']:,}",
         }
     if thread.startswith("compare:"):
         name = thread.split(":")[1]

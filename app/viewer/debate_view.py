@@ -7,11 +7,14 @@ tree): the templates only lay them out, escaping every text they are given.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from debate_engine.app.reports.figures import PHASES, duration, figures, latency
 from debate_engine.app.reports.record import record_of
+from debate_engine.app.reports.stance_chart import stance_colour
+from debate_engine.app.reports.stances import SHOWN, Stances, group, stated_positions, steps
 from debate_engine.app.reports.standing import finished_reason
 from debate_engine.app.reports.verdict_section import checks_line
 from debate_engine.app.reports.words import counted
@@ -62,11 +65,12 @@ def agents_of(values: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys([*spoken, *seats]))
 
 
-def grid(values: dict[str, Any], page: int) -> dict[str, Any]:
-    """Return a page of rounds, each with every agent's proposal, critiques (on whom) and refinement."""
+def grid(values: dict[str, Any], page: int, whole: bool = False) -> dict[str, Any]:
+    """Return a page of rounds (all of them when ``whole``), each with every agent's proposal, critiques (on whom)
+    and refinement."""
     transcript = values.get("transcript", [])
     numbers = sorted({t["round"] for t in transcript if t["kind"] in CELL_KINDS})
-    shown, part = pager(len(numbers), ROUNDS_PER_PAGE, page)
+    shown, part = pager(len(numbers), (len(numbers) or 1) if whole else ROUNDS_PER_PAGE, page)
     wanted = set(numbers[part])
     rounds: dict[int, dict[str, dict[str, Any]]] = {r: {} for r in numbers[part]}
     for turn in transcript:
@@ -86,54 +90,95 @@ def grid(values: dict[str, Any], page: int) -> dict[str, Any]:
 CELL_KINDS = ("proposal", "critique", "refinement")
 
 
-def turns_page(values: dict[str, Any], page: int) -> dict[str, Any]:
-    """Return a page of a roundtable's turns (briefings and clarifications included, in order)."""
+def turns_page(values: dict[str, Any], page: int, whole: bool = False) -> dict[str, Any]:
+    """Return a page of a roundtable's turns (all of them when ``whole``; briefings and clarifications included,
+    in order)."""
     transcript = [t for t in values.get("transcript", []) if t["kind"] != "synthesis"]
-    shown, part = pager(len(transcript), TURNS_PER_PAGE, page)
+    shown, part = pager(len(transcript), (len(transcript) or 1) if whole else TURNS_PER_PAGE, page)
     return {"turns": transcript[part], "pager": shown, "moderation": values.get("moderation")}
 
 
 def positions(values: dict[str, Any], rounds: range | None = None) -> dict[str, Any] | None:
-    """Return each agent's position and confidence by column (proposed, round N), changes marked.
+    """Return the positions step by step (proposed, round N): who agrees with whom, and each agent's own.
 
-    A change is toward the majority, away from it, or neither (conformity at a glance). ``rounds``
-    keeps the columns of the page shown (a 10,000-turn roundtable's table is paged with its turns).
+    Positions are grouped into stances (``reports.stances``), coloured as in the stance chart. A
+    row is a step: its agents grouped by the stance each holds at the step's end, and the position
+    each agent stated in it, a change marked toward the majority, away from it, or neither
+    (conformity at a glance). Steps go down and agents across, so a 10,000-turn roundtable's table
+    is as wide as its agents; ``rounds`` keeps the steps of the page shown (paged with its turns).
     """
-    held = [
-        t
-        for t in values.get("transcript", [])
-        if t.get("position") and (rounds is None or t["round"] in rounds)
-    ]
-    if not held:
+    transcript = values.get("transcript", [])
+    stated = stated_positions(transcript)
+    if not stated:
         return None
+    stances = group(stated)
     unit = "turn" if is_roundtable(values) else "round"
-    columns = list(dict.fromkeys(_column(t, unit) for t in held))
-    cells: dict[str, dict[str, dict[str, Any]]] = {}
-    for turn in held:
-        stated = turn["position"]
-        change = stated.get("change") or {}
-        mark = (
-            "toward"
-            if change.get("toward_majority")
-            else "away"
-            if change.get("away_from_majority")
-            else "changed"
-            if change
-            else ""
-        )
-        cells.setdefault(turn["speaker"], {})[_column(turn, unit)] = {
-            "position": stated.get("answer") or stated.get("position") or "",
-            "full": stated.get("position") or "",
-            "reason": stated.get("reason") or "",
-            "confidence": stated.get("confidence"),
-            "mark": mark,
-            "seq": turn["seq"],
+    rows = [
+        {
+            "label": step.label,
+            "agreeing": [
+                {
+                    "colour": stance_colour(index),
+                    "stance": stances.label(index),
+                    "full": stances.stances[index].full if index < SHOWN else stances.label(index),
+                    "agents": agents,
+                }
+                for index, agents in step.agreeing(stances)
+            ],
+            "cells": {agent: _cell(turn, stances) for agent, turn in step.stated.items()},
         }
-    return {"columns": columns, "rows": [(a, cells[a]) for a in cells]}
+        for step in steps(transcript, stances, unit)
+        if rounds is None or step.round in rounds
+    ]
+    if not rows:
+        return None
+    agents = list(dict.fromkeys(t["speaker"] for t in transcript if t.get("position")))
+    return {"unit": unit, "agents": agents, "rows": rows, "rule": stances.rule}
 
 
-def _column(turn: dict[str, Any], unit: str) -> str:
-    return "proposed" if turn["kind"] == "proposal" else f"{unit} {turn['round']}"
+def _cell(turn: Mapping[str, Any], stances: Stances) -> dict[str, Any]:
+    """Return one stated position as its table cell: the words, the stance's colour, the change's mark."""
+    stated = turn["position"]
+    change = stated.get("change") or {}
+    mark = (
+        "toward"
+        if change.get("toward_majority")
+        else "away"
+        if change.get("away_from_majority")
+        else "changed"
+        if change
+        else ""
+    )
+    index = stances.shown(stances.of(stated))
+    return {
+        "position": stated.get("answer") or stated.get("position") or "",
+        "full": stated.get("position") or "",
+        "reason": stated.get("reason") or "",
+        "confidence": stated.get("confidence"),
+        "mark": mark,
+        "seq": turn["seq"],
+        "colour": stance_colour(index),
+        "stance": stances.label(index),
+    }
+
+
+def turn_name(turn: dict[str, Any], roundtable: bool) -> str:
+    """Return what every page calls a turn: a roundtable's message is ``turn N``, any other turn its round and kind.
+
+    N counts from 1, the roundtable's own count: the one ``debate report``, ``debate fork --round``,
+    the moderator and a person's prompt use. A turn's place in the transcript (the ``seq`` of its
+    page's address) is never shown as a number: with clarifications or briefings before them it
+    differs from the turn's own, and a phase debate counts rounds, not turns.
+    """
+    kind, number = turn["kind"], turn["round"]
+    if kind == "message":
+        return f"turn {number:,}"
+    if kind in ("clarification", "synthesis"):
+        return kind
+    if kind == "briefing":
+        return f"briefing of {'turn' if roundtable else 'round'} {number:,}"
+    target = f" of {turn['target']}" if turn.get("target") else ""
+    return f"round {number:,}, {kind}{target}"
 
 
 def verdict(values: dict[str, Any]) -> dict[str, Any] | None:
@@ -209,15 +254,25 @@ def figures_view(values: dict[str, Any]) -> dict[str, Any]:
         "lines": [
             ("time running", duration(found["running_s"])),
             ("time stopped", duration(found["stopped_s"])),
-            ("model calls", total["calls"]),
-            ("prompt tokens", total["prompt"]),
-            ("completion tokens", total["completion"]),
-            ("cached prompt tokens", found["cached_tokens"]),
+            ("model calls", f"{total['calls']:,}"),
+            ("prompt tokens", f"{total['prompt']:,}"),
+            ("completion tokens", f"{total['completion']:,}"),
+            ("cached prompt tokens", f"{found['cached_tokens']:,}"),
             ("cost", f"${found['cost']:.4f}"),
             *([("before the fork", kept)] if (kept := kept_line(record)) else []),
         ],
-        "by_agent": [(a, g, latency(g["latency_ms"])) for a, g in found["by_agent"].items()],
-        "by_phase": [(a, p, g, latency(g["latency_ms"])) for (a, p), g in by_phase],
+        "by_agent": [
+            (a, _counts(g), latency(g["latency_ms"])) for a, g in found["by_agent"].items()
+        ],
+        "by_phase": [(a, p, _counts(g), latency(g["latency_ms"])) for (a, p), g in by_phase],
+    }
+
+
+def _counts(group: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a group of figures with its counts as the pages print them: ``12,345``."""
+    return {
+        k: f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v
+        for k, v in group.items()
     }
 
 

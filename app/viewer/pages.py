@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -21,8 +22,9 @@ from debate_engine.app.reports.standing import (
 from debate_engine.app.reports.verdict_section import verdict_line
 from debate_engine.app.viewer import debate_view as view
 from debate_engine.app.viewer.comparison_view import comparison_of
+from debate_engine.app.viewer.debate_rows import FILTERS, matching, protocol_of
 from debate_engine.app.viewer.memory_view import chains, turn_memory
-from debate_engine.app.viewer.reading import Loaded
+from debate_engine.app.viewer.reading import Loaded, Reader
 from debate_engine.app.viewer.start_form import form_fields
 from debate_engine.app.viewer.templating import render
 
@@ -38,24 +40,57 @@ def number(request: Request, name: str, default: int = 1) -> int:
 
 
 async def debates(request: Request) -> Response:
-    """List the debates, newest first, searched by problem and paged."""
+    """List the debates, newest first, searched by problem, filtered by status, protocol and origin, and paged."""
     store = request.app.state.store
     query = request.query_params.get("q", "").strip()
-    rows = await store.rows()
+    chosen = chosen_filters(request)
+    every = await store.rows()
+    rows = matching(every, chosen)
     if query:
         rows = [r for r in rows if query.casefold() in r["problem"].casefold()]
     shown, part = view.pager(len(rows), ROWS_PER_PAGE, number(request, "page"))
-    chosen = rows[part]
-    facts = {r["thread"]: row_facts(await store.channels(r["thread"])) for r in chosen}
+    page = rows[part]
+    facts = {r["thread"]: row_facts(await store.channels(r["thread"])) for r in page}
+    kept = [("q", query)] if query else []
+    kept += [(name, value) for name, values in chosen.items() for value in values]
     return render(
-        request, "list.html", rows=chosen, facts=facts, pager=shown, q=query, total=len(rows)
+        request,
+        "list.html",
+        rows=page,
+        facts=facts,
+        pager=shown,
+        q=query,
+        total=len(rows),
+        every=len(every),
+        chosen=chosen,
+        filters=FILTERS,
+        kept=urlencode(kept),
     )
+
+
+def chosen_filters(request: Request) -> dict[str, list[str]]:
+    """Return the list's filters the address gives; a value the list does not know is a 400 page naming those it does.
+
+    An empty value means any (the form's first choice); a filter given twice keeps both values.
+    """
+    chosen: dict[str, list[str]] = {}
+    for name, allowed in FILTERS.items():
+        given = [value for value in request.query_params.getlist(name) if value]
+        wrong = [value for value in given if value not in allowed]
+        if wrong:
+            raise HTTPException(
+                400,
+                f"the filter {name} has no value {wrong[0]!r}; choose one of: "
+                f"{', '.join(allowed)} (or leave it empty for any {name})",
+            )
+        chosen[name] = list(dict.fromkeys(given))
+    return chosen
 
 
 def row_facts(channels: dict[str, Any]) -> dict[str, Any]:
     """Return what a list row shows beyond ``debate list``'s record: the protocol, the winning position, the verdict line."""
     return {
-        "protocol": "roundtable" if channels.get("turn_count") else "phases",
+        "protocol": protocol_of(channels),
         "winner": view.winner(channels),
         "verdict": verdict_line(record_of(channels)) or "",
     }
@@ -71,11 +106,23 @@ async def loaded_or_404(request: Request) -> tuple[str, Loaded]:
 
 
 async def standing(request: Request, thread: str) -> dict[str, Any]:
-    """Return where a debate stands: its newest checkpoint, ``debate list``'s status word, whether it waits or runs."""
-    store, runs = request.app.state.store, request.app.state.runs
+    """Return where a debate stands, this server's own run of it counted."""
+    runs = request.app.state.runs
+    return await standing_of(
+        request.app.state.store, thread, runs.running(thread), runs.failed.get(thread)
+    )
+
+
+async def standing_of(
+    store: Reader, thread: str, here: bool = False, failed: str | None = None
+) -> dict[str, Any]:
+    """Return where a debate stands: its newest checkpoint, ``debate list``'s status word, whether it waits or runs.
+
+    ``here`` is whether this process runs it, ``failed`` how this process's run of it failed.
+    """
     checkpoint, status, waiting = await store.newest(thread)
     phase = status.get("phase", "setup") if status else "setup"
-    running = phase != DONE and not waiting and (runs.running(thread) or await store.busy(thread))
+    running = phase != DONE and not waiting and (here or await store.busy(thread))
     return {
         "checkpoint": checkpoint,
         "status": state_word(phase, waiting, running),
@@ -83,21 +130,24 @@ async def standing(request: Request, thread: str) -> dict[str, Any]:
         "round": status.get("round", 0) if status else 0,
         "where": where(status),
         "turns": status.get("turns", 0) if status else 0,
-        "failed": runs.failed.get(thread),
+        "failed": failed,
     }
 
 
-def live_part(loaded: Loaded, page: int, now: dict[str, Any]) -> dict[str, Any]:
+def live_part(
+    loaded: Loaded, page: int, now: dict[str, Any], whole: bool = False
+) -> dict[str, Any]:
     """Return what the live part of a debate page shows: why it stands so, the verdict, the grid or turns, figures.
 
     Why it stands so is ``debate list``'s reason, read from the checkpoint (``now`` holds its status
     word): a run another process started and that failed says so here as well as one of this server's.
+    ``whole`` puts every round or turn on the one page (a shared debate's file).
     """
     values = loaded.values
     asked: list[Write] = [("", "__interrupt__", loaded.interrupts)]
     roundtable = view.is_roundtable(values)
-    grid = None if roundtable else view.grid(values, page)
-    turns = view.turns_page(values, page) if roundtable else None
+    grid = None if roundtable else view.grid(values, page, whole)
+    turns = view.turns_page(values, page, whole) if roundtable else None
     items = turns["turns"] if turns else grid["rounds"] if grid else []
     shown = [item["round"] for item in items]
     return {
@@ -119,21 +169,28 @@ def live_part(loaded: Loaded, page: int, now: dict[str, Any]) -> dict[str, Any]:
 async def debate(request: Request) -> Response:
     """Show one debate: everything it holds, the questions it waits on, and what can be done next."""
     thread, loaded = await loaded_or_404(request)
-    store = request.app.state.store
     now = await standing(request, thread)
+    context = await debate_context(
+        request.app.state.store, thread, loaded, now, number(request, "page")
+    )
+    return render(request, "debate.html", **context)
+
+
+async def debate_context(
+    store: Reader, thread: str, loaded: Loaded, now: dict[str, Any], page: int, whole: bool = False
+) -> dict[str, Any]:
+    """Return what the debate page shows: the debate, its questions, its fork family, its live part."""
     rows = await store.rows()
     family = view.family(thread, rows)
     verdicts = {t: ((await store.channels(t)).get("solution") or {}).get("verdict") for t in family}
-    return render(
-        request,
-        "debate.html",
-        thread=thread,
-        now=now,
-        questions=[(i.id, i.value) for i in loaded.interrupts],
-        tree=view.fork_tree(thread, rows, verdicts) if len(family) > 1 else None,
-        settings=loaded.values.get("settings") or {},
-        **live_part(loaded, number(request, "page"), now),
-    )
+    return {
+        "thread": thread,
+        "now": now,
+        "questions": [(i.id, i.value) for i in loaded.interrupts],
+        "tree": view.fork_tree(thread, rows, verdicts) if len(family) > 1 else None,
+        "settings": loaded.values.get("settings") or {},
+        **live_part(loaded, page, now, whole),
+    }
 
 
 async def live(request: Request) -> Response:
@@ -158,10 +215,16 @@ async def state(request: Request) -> Response:
     return JSONResponse(now)
 
 
+def positions_image(loaded: Loaded) -> str | None:
+    """Return a debate's positions chart as SVG, made once per version: the page's image and the shared file's."""
+    chart: str | None = loaded.once("chart", lambda: positions_svg(loaded.record))
+    return chart
+
+
 async def positions_chart(request: Request) -> Response:
     """Return the positions chart as SVG (shown through an image, so nothing in it can run)."""
     _, loaded = await loaded_or_404(request)
-    chart = loaded.once("chart", lambda: positions_svg(loaded.record))
+    chart = positions_image(loaded)
     if chart is None:
         raise HTTPException(404, "this debate has no stated positions yet")
     return Response(chart, media_type="image/svg+xml", headers=SVG_HEADERS)
@@ -179,6 +242,7 @@ async def memory(request: Request) -> Response:
         chains=chains(loaded.values),
         spoken=spoken[part],
         pager=shown,
+        roundtable=view.is_roundtable(loaded.values),
     )
 
 
@@ -189,7 +253,14 @@ async def turn(request: Request) -> Response:
     found = turn_memory(loaded.values, seq)
     if found is None:
         raise HTTPException(404, f"debate {thread!r} has no turn {seq}")
-    return render(request, "turn.html", thread=thread, **found)
+    return render(
+        request,
+        "turn.html",
+        thread=thread,
+        roundtable=view.is_roundtable(loaded.values),
+        transcript=loaded.values.get("transcript", []),
+        **found,
+    )
 
 
 def new_debate(request: Request) -> Response:

@@ -4,7 +4,8 @@ A run holds its thread's lock (``athread_lock``) like ``debate run`` does, so
 a debate another process runs is refused, and the list shows this one running.
 It streams until the graph ends or pauses on a question; the page then shows
 the question with a form. A failure is kept as a message for the page, never a
-traceback.
+traceback. A run can be stopped from its page: it is cancelled as Ctrl-C
+cancels ``debate run``, its finished calls kept, and it resumes from there.
 
 A person's answer is kept in the debate's database the moment it is sent
 (``app/store/answers.py``), whether or not the run has paused yet: a question
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,6 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, Interrupt
 
-from debate_engine.app.cli.runner import graph_for
 from debate_engine.app.store import answers as kept_answers
 from debate_engine.app.store.database import (
     athread_lock,
@@ -34,7 +35,9 @@ from debate_engine.app.store.database import (
     thread_busy,
 )
 from debate_engine.errors import DebateError
+from debate_engine.graph.by_protocol import graph_for
 from debate_engine.nodes.positions import POSITION_KINDS
+from debate_engine.nodes.setup import begin
 from debate_engine.providers.secrets import redact
 
 LOG = logging.getLogger("debate.viewer")
@@ -112,6 +115,10 @@ class Runs:
         self.nudged: set[str] = set()
         """Threads sent an answer while this server ran them: delivered at the run's next pause, or by a new
         run when the run ended before it looked again."""
+        self.started: dict[str, float] = {}
+        """When this server last started (or resumed) each thread's run: its step began no earlier."""
+        self.stopped: dict[str, float] = {}
+        """When a page stopped a thread's run, until the thread runs again: the page says so."""
         self.stopping = False
 
     def running(self, thread: str) -> bool:
@@ -119,13 +126,31 @@ class Runs:
         task = self.tasks.get(thread)
         return task is not None and not task.done()
 
-    def start(self, thread: str, payload: Any, context: Any, graph_kind: Any) -> None:
-        """Run ``thread`` in the background: ``payload`` is the input, or None to resume.
+    def start(self, thread: str, intake: Any, context: Any, graph_kind: Any) -> None:
+        """Run ``thread`` in the background: ``intake`` starts a new debate (``Settled.intake``), None resumes.
 
         A resume first delivers the answers kept for the questions the debate waits on.
         """
         self.failed.pop(thread, None)
-        self._spawn(thread, self._drive(thread, payload, context, graph_kind), graph_kind)
+        self.stopped.pop(thread, None)
+        self.started[thread] = time.time()
+        self._spawn(thread, self._drive(thread, intake, context, graph_kind), graph_kind)
+
+    async def stop(self, thread: str) -> bool:
+        """Stop this server's run of ``thread`` as Ctrl-C stops ``debate run``; return False when none runs.
+
+        The run is cancelled: calls in flight are dropped, every finished call's reply stays in the
+        checkpoint (a pending write), the thread's lock is let go, and a resume goes on from there.
+        An answer sent meanwhile stays kept for that resume.
+        """
+        task = self.tasks.get(thread)
+        if task is None or task.done():
+            return False
+        self.nudged.discard(thread)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        self.stopped[thread] = time.time()
+        return True
 
     async def receive(self, thread: str, answers: dict[str, Any], graph_kind: str) -> list[str]:
         """Keep ``answers`` (by interrupt id) for ``thread`` and see them delivered; return the ids kept.
@@ -182,14 +207,15 @@ class Runs:
             LOG.error("debate %s: %s: %s", thread, type(exc).__name__, exc)
         self.failed[thread] = redact(text)
 
-    async def _drive(self, thread: str, payload: Any, context: Any, graph_kind: Any) -> None:
+    async def _drive(self, thread: str, intake: Any, context: Any, graph_kind: Any) -> None:
         """Stream the graph under the thread's lock; at each pause deliver the answers kept, until none is due."""
         config: Any = {"configurable": {"thread_id": thread}}
         async with open_checkpointer(self.db) as saver, athread_lock(self.db, thread):
             graph = graph_for(context if context is not None else graph_kind, saver)
             given: set[str] = set()
-            if payload is None:
-                payload = await self._due(saver, thread, given)
+            if intake is not None:  # settings resolved by the form: the first node resolves nothing
+                await begin(graph, config, intake)
+            payload = await self._due(saver, thread, given)
             while True:
                 async for _ in graph.astream(
                     payload, config, context=context, stream_mode="updates", durability="sync"

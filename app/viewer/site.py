@@ -23,8 +23,9 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from debate_engine.app.viewer import actions, pages
+from debate_engine.app.viewer import actions, pages, sharing
 from debate_engine.app.viewer.guard import Address, Guard, new_token
+from debate_engine.app.viewer.in_flight import showing_steps
 from debate_engine.app.viewer.reading import Reader, Store
 from debate_engine.app.viewer.running import Runs
 from debate_engine.app.viewer.templating import HERE, environment, render
@@ -104,11 +105,12 @@ def viewer_app(
             Route("/", pages.debates),
             Route("/new", pages.new_debate if act else read_only),
             Route("/new", actions.start if act else read_only, methods=["POST"]),
-            Route("/debates/{thread}", pages.debate),
-            Route("/debates/{thread}/live", pages.live),
+            Route("/debates/{thread}", showing_steps(pages.debate)),
+            Route("/debates/{thread}/live", showing_steps(pages.live)),
             Route("/debates/{thread}/state", pages.state),
             Route("/debates/{thread}/positions.svg", pages.positions_chart),
             Route("/debates/{thread}/memory", pages.memory),
+            Route("/debates/{thread}/export.html", sharing.export),
             Route("/debates/{thread}/turns/{seq:int}", pages.turn),
             Route(
                 "/debates/{thread}/answer", actions.answer if act else read_only, methods=["POST"]
@@ -117,6 +119,7 @@ def viewer_app(
                 "/debates/{thread}/resume", actions.resume if act else read_only, methods=["POST"]
             ),
             Route("/debates/{thread}/fork", actions.fork if act else read_only, methods=["POST"]),
+            Route("/debates/{thread}/stop", actions.stop if act else read_only, methods=["POST"]),
             Route("/comparisons/{name}", pages.comparison),
             Route("/comparisons/{name}/accuracy.svg", pages.accuracy_chart),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

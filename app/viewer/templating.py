@@ -13,7 +13,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from debate_engine import __version__
+from debate_engine.app.reports.words import counted
 from debate_engine.app.store.thread_ids import RULE
+from debate_engine.app.viewer.debate_view import turn_name
 from debate_engine.providers.secrets import redact
 
 HERE = Path(__file__).parent
@@ -30,13 +32,23 @@ def environment() -> Environment:
     env.filters["q"] = lambda text: quote(str(text), safe="")
     env.filters["no_address"] = no_address
     env.filters["money"] = lambda value: f"${float(value or 0):.4f}"
-    env.filters["number"] = lambda value: (
-        f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
-    )
+    env.filters["number"] = number
+    env.filters["counted"] = counted_number
+    env.filters["turn_name"] = turn_name
     env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
     env.globals["version"] = __version__
     env.globals["thread_id_rule"] = RULE
     return env
+
+
+def number(value: float) -> str:
+    """Return a count or token figure as every page prints it: ``12,345``."""
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+
+def counted_number(value: int, noun: str, plural: str = "") -> str:
+    """Return ``1 turn``, ``12,345 tokens``: a count with its noun, in the plural unless it is 1."""
+    return f"{number(value or 0)} {counted(int(value or 0), noun, plural).partition(' ')[2]}"
 
 
 UNROUTABLE = ("", ".", "..")
@@ -62,11 +74,18 @@ def no_address(thread: str) -> str:
 def render(request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
     """Return a page, its text redacted: a secret a model repeated never reaches the browser."""
     state = request.app.state
-    text = state.env.get_template(template).render(
+    text = page(
+        state.env,
+        template,
         request=request,
         csrf=state.csrf,
         db=state.db_label,
         root=request.scope.get("root_path", ""),
         **context,
     )
-    return HTMLResponse(redact(text), status_code=code)
+    return HTMLResponse(text, status_code=code)
+
+
+def page(env: Environment, template: str, **context: Any) -> str:
+    """Return a page's text, redacted: what ``render`` serves and a shared debate's file holds."""
+    return redact(env.get_template(template).render({"standalone": False, **context}))

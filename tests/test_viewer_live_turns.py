@@ -1,0 +1,120 @@
+"""A turn shows on the live page as soon as its call's reply lands, not when the slowest agent of its phase answers.
+
+One agent answers at once and one is slow (a minute: the test never waits for it, it stops the run): the fast
+agent's proposal must be on the page, and the slow agent named as at work, while the slow call is still out.
+That holds for a run of this server and for one another process makes (``debate run`` at a terminal).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from debate_engine.app.viewer import create_app
+from debate_engine.app.viewer.in_flight import participants, working
+from debate_engine.config.context import Context
+from debate_engine.config.settled import settle
+from tests.support.debate_cli import background
+from tests.test_viewer_actions import text_of, token_of
+
+SLOW_MS = 60_000
+"""The slow agent's every call: far longer than the test runs, which stops the debate instead."""
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    """Write a config file that seats a fast agent and a slow one."""
+    path = tmp_path / "team.json"
+    agents = [
+        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
+        # plain text: its call awaits (a stop cancels it at once) instead of sleeping in a thread
+        {"id": "slow", "role": "architect", "model": f"fake:latency_ms={SLOW_MS},structured=false"},
+    ]
+    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(str(tmp_path / "debates.sqlite"))) as client:
+        yield client
+
+
+def until(client: TestClient, url: str, wanted: str, seconds: float = 60) -> str:
+    """Return the page at ``url`` once it shows ``wanted``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        page = client.get(url)
+        if page.status_code == 200 and wanted in text_of(page.text):
+            return page.text
+        time.sleep(0.05)
+    raise AssertionError(f"{url} never showed {wanted!r}: {text_of(client.get(url).text)[:800]}")
+
+
+def landed_proposals(page: str) -> dict[str, str]:
+    """Return the landed proposals a live part shows, by speaker: their full text."""
+    found = re.findall(
+        r'<span class="label">proposal by (\w+), landed after [^<]*</span>.*?<div class="text">([^<]*)</div>',
+        page,
+        re.S,
+    )
+    return dict(found)
+
+
+def test_a_fast_agents_proposal_shows_while_the_slow_one_still_works(
+    client: TestClient, team: Path
+) -> None:
+    context = Context(config_file=str(team))
+    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
+    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    live = until(client, "/debates/t/live", "proposal by quick")
+    shown = text_of(live)
+    assert "Working now: propose, round 1" in shown and "At work: slow" in shown
+    assert set(landed_proposals(live)) == {"quick"}  # the slow agent's call is still out
+    assert runs.running("t")
+    assert "the step has run" in shown
+    whole = client.get("/debates/t").text
+    assert landed_proposals(whole) == landed_proposals(live)
+    assert "No round has begun yet" in text_of(whole)  # not in the transcript yet: only landed
+    stopped = client.post("/debates/t/stop", data={"csrf": token_of(client)})
+    kept = text_of(stopped.text)
+    assert "Answered before the run stopped: propose, round 1" in kept and "At work" not in kept
+    assert set(landed_proposals(stopped.text)) == {"quick"}
+
+
+@pytest.mark.integration
+def test_a_turn_another_process_writes_shows_as_it_lands(tmp_path: Path, team: Path) -> None:
+    db = tmp_path / "debates.sqlite"
+    args = ("run", "--config", str(team), "--thread-id", "cli", "--db", str(db), "Pick a queue")
+    with (
+        background(*args, log=tmp_path / "run.log") as process,
+        TestClient(create_app(str(db))) as client,
+    ):
+        live = until(client, "/debates/cli/live", "proposal by quick")
+        shown = text_of(live)
+        assert "At work: slow" in shown and set(landed_proposals(live)) == {"quick"}
+        assert process.poll() is None  # the slow call is still out
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 143
+        kept = until(client, "/debates/cli", "Answered before the run stopped")
+        assert set(landed_proposals(kept)) == {"quick"}
+
+
+def test_who_is_at_work_counts_each_agents_calls_in_its_step() -> None:
+    seats = [{"id": name, "role": "kiss"} for name in ("a", "b", "c")]
+    values: dict[str, Any] = {"settings": {"agents": seats}, "transcript": [], "phase": "propose"}
+    planned = participants(values, "critique")
+    assert planned == {"a": 2, "b": 2, "c": 2}
+    landed = [{"speaker": "a"}, {"speaker": "a"}, {"speaker": "b"}]
+    assert working(planned, landed, "critique") == ["b (1 of 2 critiques)", "c (0 of 2 critiques)"]
+    assert working(participants(values, "refine"), landed, "refinement") == ["c"]
+    assert participants(values, "synthesize") == {"the judge": 1}
