@@ -42,6 +42,7 @@ from debate_engine.calls.limits import (
     Held,
     RateLimited,
     areserve,
+    declare,
     pause,
     pause_after,
     reserve,
@@ -49,6 +50,7 @@ from debate_engine.calls.limits import (
 )
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
+from debate_engine.calls.rate_records import RateLimits
 from debate_engine.calls.ratelimit_headers import headers_of
 from debate_engine.calls.retry import client_timeout, rate_limited, retry_wait
 from debate_engine.calls.schemas import tool_tokens
@@ -97,6 +99,9 @@ class Request:
     """Most requests in flight to one provider for this run (0: no limit; the embedded server: one)."""
     run: str = ""
     """The debate run the slots belong to (its thread id)."""
+    limits: RateLimits | None = field(default=None, hash=False, compare=False)
+    """The rate limits the run's settings state: the request is held to them whichever process runs it
+    (None: those declared for ``run``, or none)."""
     who: str = "model"
     """Who is asking, for error messages (an agent id)."""
     tags: tuple[str, ...] = ()
@@ -388,6 +393,10 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
 def _asked(request: Request, spec: str) -> Asked:
     """Return the request as its rate limits see it: its run, its model, and the tokens it counts when sent (its
     prompt and all it may write, as OpenAI counts them at request time)."""
+    if (
+        request.limits is not None
+    ):  # from the state: a resumed run, Studio's and invoke's are held as any
+        declare(request.run, request.limits)
     return Asked(request.run, spec, provider_of(spec), lambda: _abandoned(request)["total_tokens"])
 
 

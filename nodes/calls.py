@@ -19,6 +19,7 @@ from langgraph.func import task
 from pydantic import BaseModel
 
 from debate_engine.calls.ledger import Price
+from debate_engine.calls.rate_records import RateLimits
 from debate_engine.calls.road import Answer, Attempt, CallFailed, Request, aask, ask, most_requests
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.spend import FREE, Reserve, bill, worst_case
@@ -61,6 +62,8 @@ class Call:
     prices: tuple[tuple[str, Price], ...] = ()
     """The prices of the agent's models: a failed reply carries its dollars, which ``debate list`` shows at once."""
     shown_target: str | None = None
+    rate_limits: RateLimits | None = None
+    """The rate limits the run's settings state (``settings.rate_limits``), held by the road."""
     """The target as the seat is shown it (``Author B`` in an anonymous debate); None: by its id."""
 
     @property
@@ -166,6 +169,7 @@ def request_of(call: Call) -> Request:
         retry_empty=call.retry_empty,
         limit=call.limit,
         run=run_key(),
+        limits=call.rate_limits,
         who=agent["id"],
         max_requests=call.most_requests,
         tags=(agent["id"], phase),

@@ -24,6 +24,7 @@ from typing import Any, cast
 from langgraph.func import task
 
 from debate_engine.calls.drive import adrive, drive
+from debate_engine.calls.rate_records import RateLimits
 from debate_engine.calls.road import Request
 from debate_engine.calls.schemas import (
     CHARS_PER_TOKEN,
@@ -218,6 +219,8 @@ class SummaryCall:
     job: SummaryJob
     limit: int = 0
     """Most requests at once to the agent's provider in this run (``max_concurrency``)."""
+    rate_limits: RateLimits | None = None
+    """The rate limits the run's settings state (``settings.rate_limits``), held by the road."""
 
     def reserve(self) -> list[Reserve]:
         """Return the most this summary may spend: each chunk with the summary folded in, system and task at most."""
@@ -294,6 +297,7 @@ def jobs(
             SummaryCall(
                 agent=profile,
                 limit=state["settings"]["max_concurrency"],
+                rate_limits=state["settings"].get("rate_limits"),
                 job=SummaryJob(
                     agent_id=profile["id"],
                     role=profile["role"],
@@ -359,6 +363,7 @@ def summary_request(call: SummaryCall, prompt: Prompt) -> Request:
         retry_empty=prompt.retry,
         limit=call.limit,
         run=run_key(),
+        limits=call.rate_limits,
         who=agent["id"],
         max_requests=1 + int(prompt.retry),  # what its reserve counts per prompt
         tags=("nostream", "summarizer"),

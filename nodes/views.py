@@ -140,6 +140,7 @@ def agent_call(
         problem=state.get("problem", ""),
         prices=models_prices(state["settings"].get("prices") or {}, profile),
         shown_target=shown_target,
+        rate_limits=state["settings"].get("rate_limits"),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,6 +14,7 @@ from debate_engine.app.reports.charts import accuracy_svg, positions_svg
 from debate_engine.app.reports.record import record_of
 from debate_engine.app.reports.standing import (
     DONE,
+    RUNNING,
     Write,
     failed_calls,
     reason_of,
@@ -20,6 +22,7 @@ from debate_engine.app.reports.standing import (
     where,
 )
 from debate_engine.app.reports.verdict_section import verdict_line
+from debate_engine.app.store.shared_limits import waits_in
 from debate_engine.app.viewer import debate_view as view
 from debate_engine.app.viewer.comparison_view import comparison_of
 from debate_engine.app.viewer.debate_rows import FILTERS, matching, protocol_of
@@ -107,10 +110,19 @@ async def loaded_or_404(request: Request) -> tuple[str, Loaded]:
 
 async def standing(request: Request, thread: str) -> dict[str, Any]:
     """Return where a debate stands, this server's own run of it counted."""
-    runs = request.app.state.runs
-    return await standing_of(
-        request.app.state.store, thread, runs.running(thread), runs.failed.get(thread)
-    )
+    runs, store = request.app.state.runs, request.app.state.store
+    now = await standing_of(store, thread, runs.running(thread), runs.failed.get(thread))
+    db = getattr(store, "db", "")  # the pages under `langgraph dev` have no database of their own
+    if now["status"] == RUNNING and db:
+        now["rate_wait"] = await asyncio.to_thread(rate_wait, db, thread)
+    return now
+
+
+def rate_wait(db: str, thread: str) -> dict[str, Any] | None:
+    """Return the model a running debate waits on for its rate limit and the seconds left, as any process
+    records it (``debate list`` reads the same); None when it waits on none."""
+    found = waits_in(db).get(thread)
+    return {"model": found[0], "seconds": round(found[1])} if found and found[1] > 0 else None
 
 
 async def standing_of(

@@ -9,6 +9,7 @@ they wait out every 429 together and still finish; a run waiting for its limit s
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
+from debate_engine.app.viewer import create_app
 from tests.support.debate_cli import background, cli, cli_env, debate_command, wait_for
 from tests.support.limited_server import (
     MODEL,
@@ -112,7 +115,12 @@ def test_a_run_waiting_for_its_limit_shows_in_debate_list_with_its_model_and_sec
             )
             row = listed()
             found = json.loads(cli("list", "--json", "--db", db, env=env).stdout.splitlines()[0])
+            with TestClient(
+                create_app(db)
+            ) as viewer:  # the viewer says so too, read from the store
+                page = viewer.get("/debates/slow").text
             run.send_signal(signal.SIGINT)
     assert row is not None and row[2].startswith("running, waiting ")
     assert row[2].endswith(f"for {MODEL}'s rate limit")
     assert found["waiting"]["model"] == MODEL and 0 < found["waiting"]["seconds"] <= 30
+    assert re.search(rf"waiting \d+ s for {re.escape(MODEL)}'s rate limit", page), page
