@@ -118,3 +118,36 @@ def test_who_is_at_work_counts_each_agents_calls_in_its_step() -> None:
     assert working(planned, landed, "critique") == ["b (1 of 2 critiques)", "c (0 of 2 critiques)"]
     assert working(participants(values, "refine"), landed, "refinement") == ["c"]
     assert participants(values, "synthesize") == {"the judge": 1}
+
+
+def test_a_debate_taken_in_but_not_set_up_yet_shows_its_page_while_another_process_runs_it(
+    tmp_path: Path,
+) -> None:
+    """The first checkpoint holds only the settings (``begin``): no step has begun, nothing is shown at work."""
+    import asyncio
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from starlette.testclient import TestClient
+
+    from debate_engine import Context, compile_debate
+    from debate_engine.app.store.database import athread_lock
+    from debate_engine.app.viewer import create_app
+    from debate_engine.config.settled import settle
+    from debate_engine.nodes.setup import INTAKE
+
+    db = tmp_path / "d.sqlite"
+    with sqlite3.connect(db, check_same_thread=False) as conn:
+        settled = settle(Context(model="fake", rounds=1, agents="kiss,security"))
+        compile_debate(checkpointer=SqliteSaver(conn)).update_state(
+            {"configurable": {"thread_id": "x"}}, settled.intake("Pick a cache"), as_node=INTAKE
+        )
+
+    async def held() -> tuple[int, str]:
+        async with athread_lock(str(db), "x"):
+            with TestClient(create_app(str(db))) as client:
+                page = client.get("/debates/x")
+                return page.status_code, page.text
+
+    status, text = asyncio.run(held())
+    assert status == 200 and "this page failed" not in text and "Pick a cache" in text

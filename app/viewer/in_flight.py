@@ -164,6 +164,8 @@ async def step_of(request: Request, thread: str) -> Step | None:
     if loaded is None:
         return None
     values = loaded.values
+    if "phase" not in values:  # taken in, not set up yet (the first checkpoint): no step has begun
+        return None
     snapshot = await graph_for(protocol_of(values), saver).aget_state(config)
     name = step_name(snapshot.tasks, replies, values)
     landed = [landed_turn(i, r) for i, r in enumerate(replies)]
