@@ -95,6 +95,19 @@ def test_the_command_line_and_the_viewer_import_nothing_of_each_other(
     )
 
 
+def test_the_viewer_loads_nothing_of_the_command_line_even_through_other_modules() -> None:
+    """Importing the viewer whole in a fresh interpreter loads no module of ``app.cli``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, debate_engine.app.viewer.site, debate_engine.app.viewer.serving; "
+        f"print(sorted(m for m in sys.modules if m.startswith('{CLI}')))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]", found.stdout
+
+
 def runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
     """Return the modules of ``known`` that ``name`` imports when it runs: at the top or inside a function, not under
     ``if TYPE_CHECKING``. ``from package import module`` names the module; ``from module import name`` the module."""

@@ -14,7 +14,7 @@ from debate_engine.calls import limits
 
 @pytest.fixture
 def fresh_limiter(monkeypatch: pytest.MonkeyPatch) -> Iterator[limits.Limiter]:
-    """A limiter that knows no run yet, as in a process that has just started."""
+    """Give the test a limiter that knows no run yet, as in a process that has just started."""
     limiter = limits.Limiter()
     monkeypatch.setattr(limits, "LIMITER", limiter)
     yield limiter

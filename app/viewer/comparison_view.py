@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from debate_engine.app.measure.compare.execute import record_of, scored
-from debate_engine.app.measure.compare.protocols import PROTOCOLS, Protocol
+from debate_engine.app.measure.compare.protocols import ORDER, PROTOCOLS, Protocol
 from debate_engine.app.measure.compare.results import METHOD, summarise
-from debate_engine.app.measure.compare.session import ORDER
+from debate_engine.app.measure.compare.scored_runs import record_of, scored
 from debate_engine.app.measure.compare.tasks import BUILTIN, Task, builtin_tasks
 
 BUILT_IN_ID = re.compile(r"arithmetic-(\d+)")

@@ -22,7 +22,12 @@ from debate_engine.app.cli.progress import Progress
 from debate_engine.app.cli.runner import drive, ended
 from debate_engine.app.measure.compare.gate import Refused, RunGate, SpendGate
 from debate_engine.app.measure.compare.protocols import Protocol
-from debate_engine.app.measure.compare.tasks import Task, is_correct, normalise
+from debate_engine.app.measure.compare.scored_runs import (
+    finished as finished,  # re-exported: the comparison's callers read a run's record from here too
+)
+from debate_engine.app.measure.compare.scored_runs import record_of as record_of
+from debate_engine.app.measure.compare.scored_runs import scored, spend_of
+from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.config.settings import RunSettings
 from debate_engine.config.settled import Settled, settle
 from debate_engine.nodes.setup import begin
@@ -101,21 +106,6 @@ class Comparison:
         """
         limits, left = self.limits(), self.left()
         return CAPS[min(left, key=lambda key: left[key] / limits[key])][1] if left else "budget"
-
-
-def finished(values: dict[str, Any]) -> bool:
-    """Return a run is done when its state holds a solution and its phase is ``done`` (never from ``next`` alone)."""
-    return bool(values.get("solution")) and values.get("phase") == "done"
-
-
-def scored(values: dict[str, Any]) -> bool:
-    """Return a run counts when it finished and no spend cap cut it short.
-
-    A debate the cap stopped still reaches its judge and finishes, but on what
-    little was said (at worst the judge alone): scoring it would count the cap,
-    not the protocol, mostly as wrong answers.
-    """
-    return finished(values) and values.get("stopped") != "budget"
 
 
 async def run_protocol(
@@ -240,70 +230,6 @@ def _settle(
     for key, value in (("tokens", tokens), ("cost", cost)):
         recorded = before[key] + value
         comparison.spent[key] = max(comparison.spent[key], recorded) if cut else recorded
-
-
-def spend_of(values: dict[str, Any]) -> tuple[int, float]:
-    """Return a run's tokens (prompt and completion) and dollars as billed (cache discounts included)."""
-    total = (values.get("spend") or {}).get("total") or {}
-    return int(total.get("input_tokens", 0) + total.get("output_tokens", 0)), float(
-        total.get("cost", 0.0)
-    )
-
-
-def answer_of(values: dict[str, Any]) -> str | None:
-    """Return the answer a run is scored by: the agents' plurality when they vote, else the judge's own.
-
-    A run made before the judge stated an answer has no ``judge_answer``: its plurality stands in.
-    """
-    verdict = (values.get("solution") or {}).get("verdict") or {}
-    if verdict.get("method") == "voting" or "judge_answer" not in verdict:
-        return verdict.get("answer")
-    return verdict["judge_answer"]
-
-
-def record_of(
-    protocol: Protocol, task: Task, seed: int, thread: str, values: dict[str, Any]
-) -> dict[str, Any]:
-    """Return what a finished run answered, each agent's first and final answer, and what it cost."""
-    first: dict[str, str | None] = {}
-    final: dict[str, str | None] = {}
-    for turn in values.get("transcript", []):
-        if turn.get("position"):
-            first.setdefault(turn["speaker"], turn["position"].get("answer"))
-            final[turn["speaker"]] = turn["position"].get("answer")
-    tokens, cost = spend_of(values)
-    status = values.get("status") or {}
-    answers = {normalise(a, task.kind) for a in final.values()}
-    settings = values.get("settings") or {}
-    agents = len(settings.get("agents") or []) + len(settings.get("missing") or [])
-    answer = answer_of(values)
-    return {
-        "protocol": protocol.label,
-        "task": task.id,
-        "seed": seed,
-        "thread": thread,
-        "answer": answer,
-        "correct": is_correct(task, answer),
-        "tokens": tokens,
-        "cost": cost,
-        "wall_s": round(float(status.get("updated_at", 0) - status.get("started_at", 0)), 3),
-        "flips": [[is_correct(task, first[a]), is_correct(task, final[a])] for a in sorted(final)],
-        "consensus": len(final) == agents > 0 and len(answers) == 1 and None not in answers,
-        "escalated": escalated(values),
-        "partial": partial(values),
-    }
-
-
-def partial(values: dict[str, Any]) -> str | None:
-    """Return ``partial: 2 of 3 agents`` for a run that went on without some agents (counted apart); None when whole."""
-    panel = ((values.get("solution") or {}).get("verdict") or {}).get("panel") or {}
-    return panel.get("partial")
-
-
-def escalated(values: dict[str, Any]) -> bool | None:
-    """Return whether an escalate run's vote split, so that its voters debated; None for any other protocol."""
-    ballot = ((values.get("solution") or {}).get("verdict") or {}).get("ballot")
-    return None if ballot is None else ballot["outcome"] != "settled"
 
 
 def show_progress(comparison: Comparison, protocol: Protocol, done: int, total: int) -> None:

@@ -20,6 +20,8 @@ SAMPLED = ("single", "vote")
 DEFAULT_VOTES = 5
 MAX_VOTES = 999
 """The largest vote a budget sizes: odd, like every size it gives."""
+ORDER = ("single", "debate", "debate-vote", "debate-anon", "roundtable", "vote", "escalate")
+"""Run order: the vote is sized last, from what single and the debate spent; escalate votes with its k."""
 
 
 @dataclass(frozen=True)

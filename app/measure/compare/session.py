@@ -17,7 +17,13 @@ from debate_engine.app.cli.outputs import db_of
 from debate_engine.app.measure.compare import results
 from debate_engine.app.measure.compare.execute import Comparison, run_protocol
 from debate_engine.app.measure.compare.gate import Refusal
-from debate_engine.app.measure.compare.protocols import DEFAULT_VOTES, Protocol, protocol, votes_for
+from debate_engine.app.measure.compare.protocols import (
+    DEFAULT_VOTES,
+    ORDER,
+    Protocol,
+    protocol,
+    votes_for,
+)
 from debate_engine.app.measure.compare.queued import run_protocol_queued, submit_protocol
 from debate_engine.app.measure.compare.tasks import Task
 from debate_engine.app.reports.charts import accuracy_svg
@@ -28,9 +34,6 @@ from debate_engine.errors import EXIT_OK, InputError
 from debate_engine.graph.by_protocol import graph_for
 from debate_engine.providers.factory import provider_of
 from debate_engine.providers.secrets import redact
-
-ORDER = ("single", "debate", "debate-vote", "debate-anon", "roundtable", "vote", "escalate")
-"""Run order: the vote is sized last, from what single and the debate spent; escalate votes with its k."""
 
 
 def comparison_id(tasks: list[Task], context: Any) -> str:
