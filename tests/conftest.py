@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from debate_engine import Context, compile_debate
+from debate_engine.calls import limits
 from debate_engine.memory import Turn, new_turn
 
 
@@ -82,3 +84,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 f"integration tests were skipped ({names}); set DEBATE_ALLOW_SKIPS=1 to allow"
             )
         session.exitstatus = 1
+
+
+@pytest.fixture
+def clean_limiter() -> Iterator[None]:
+    """Start a test with no limit, level, pause or read limit in the process, and leave none (``autouse`` it)."""
+    limits.forget()
+    yield
+    limits.forget()

@@ -11,7 +11,6 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,24 +29,18 @@ from debate_engine.config.file import ConfigError
 from debate_engine.config.resolve import resolve
 from debate_engine.memory.records import Usage
 from tests.support.debate_cli import cli_env, in_process
-from tests.support.limited_server import MODEL, LimitedServer, complete, debate_config
+from tests.support.limited_server import (
+    MODEL,
+    LimitedServer,
+    complete,
+    debate_config,
+    serving,
+)
 
 
 @pytest.fixture(autouse=True)
-def clean_limiter() -> Iterator[None]:
+def _clean(clean_limiter: None) -> None:
     """Each test starts with no limit, level or pause in the process, and leaves none."""
-    limits.forget()
-    yield
-    limits.forget()
-
-
-@contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch, **rates: Any) -> Iterator[LimitedServer]:
-    """Yield a limited server, the ``openai:`` models pointed at it."""
-    with LimitedServer(**rates) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-limits")
-        yield server
 
 
 @pytest.fixture

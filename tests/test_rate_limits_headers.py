@@ -7,8 +7,6 @@ period, what is left of it, and the time until it is full again, on every answer
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,13 @@ from debate_engine.calls.limits import Asked, RateLimits
 from debate_engine.calls.ratelimit_headers import Kept, duration_s, stated
 from debate_engine.calls.road import Request, aask
 from tests.support.debate_cli import cli_env, in_process
-from tests.support.limited_server import MODEL, LimitedServer, complete, debate_config
+from tests.support.limited_server import (
+    MODEL,
+    LimitedServer,
+    complete,
+    debate_config,
+    serving,
+)
 
 OPENAI = {
     "x-ratelimit-limit-requests": "5000",
@@ -35,18 +39,8 @@ OPENAI = {
 
 
 @pytest.fixture(autouse=True)
-def clean_limiter() -> Iterator[None]:
-    limits.forget()
-    yield
-    limits.forget()
-
-
-@contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch, **rates: Any) -> Iterator[LimitedServer]:
-    with LimitedServer(**rates) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-headers")
-        yield server
+def _clean(clean_limiter: None) -> None:
+    """Each test starts with no limit, level or pause in the process, and leaves none."""
 
 
 def test_the_headers_are_read_as_openai_writes_them_and_anything_else_is_left_alone() -> None:

@@ -13,8 +13,6 @@ import asyncio
 import io
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +34,7 @@ from tests.support.limited_server import (
     charged,
     complete,
     debate_config,
+    serving,
     stored_debates,
 )
 
@@ -43,20 +42,8 @@ RATES = {"rpm": 4, "tpm": 3000}
 
 
 @pytest.fixture(autouse=True)
-def clean_limiter() -> Iterator[None]:
-    """Each test starts with no limit, level, pause or read limit in the process, and leaves none."""
-    limits.forget()
-    yield
-    limits.forget()
-
-
-@contextmanager
-def serving(monkeypatch: pytest.MonkeyPatch, **rates: Any) -> Iterator[LimitedServer]:
-    """Yield a limited server, the ``openai:`` models pointed at it."""
-    with LimitedServer(**rates) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-waits")
-        yield server
+def _clean(clean_limiter: None) -> None:
+    """Each test starts with no limit, level or pause in the process, and leaves none."""
 
 
 ASK = Request(

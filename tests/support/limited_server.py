@@ -24,6 +24,8 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -249,3 +251,12 @@ def charged(values: dict[str, Any]) -> tuple[int, int]:
     """Return the requests and tokens a debate's spend charged (what the provider billed, when all is well)."""
     total = values["spend"]["total"]
     return total["calls"], total["input_tokens"] + total["output_tokens"]
+
+
+@contextmanager
+def serving(monkeypatch: Any, **rates: Any) -> Iterator[LimitedServer]:
+    """Yield a limited server with the ``openai:`` models pointed at it."""
+    with LimitedServer(**rates) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-limits")
+        yield server
