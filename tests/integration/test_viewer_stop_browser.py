@@ -53,8 +53,16 @@ def until(check: Any, seconds: float = 60) -> Any:
 def reloaded_until(driver: Any, wanted: str, seconds: float = 90) -> None:
     """Reload the page (no script updates it) until it shows ``wanted``."""
     deadline = time.monotonic() + seconds
-    while wanted not in text(driver):
-        assert time.monotonic() < deadline, text(driver)[:800]
+    while True:
+        try:
+            shown = text(driver)
+        except (
+            Exception
+        ):  # the page is between two loads: its nodes left the document as they were read
+            shown = ""
+        if wanted in shown:
+            return
+        assert time.monotonic() < deadline, shown[:800]
         time.sleep(0.3)
         driver.refresh()
 
