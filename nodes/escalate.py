@@ -30,8 +30,9 @@ def ballot_of(state: ConversationState) -> Ballot | None:
     params = settings.get("escalate")
     if not params:
         return None
-    votes, window = params["votes"], params["window"]
-    voters = [a["id"] for a in settings["agents"]][:votes]
+    voters = [a["id"] for a in settings["agents"]][: params["votes"]]
+    # a voter dropped (--on-agent-failure continue) leaves fewer: a window is never wider than the voters left
+    votes, window = len(voters), min(params["window"], len(voters))
     answered = {
         t["speaker"]: t
         for t in state.get("transcript") or []

@@ -337,3 +337,36 @@ def test_a_resume_after_the_failure_sends_the_failed_agents_models_nothing(
         values = graph.invoke(None, run, context=context)
     assert values["solution"]["verdict"]["panel"]["partial"] == "partial: 2 of 3 agents"
     assert len(asked(server, "broken")) + len(asked(server, "broken-too")) == sent
+
+
+def test_an_escalate_vote_that_loses_a_voter_settles_on_the_voters_left(tmp_path: Path) -> None:
+    """Two voters left who agree settle the vote: a window is never wider than the voters left."""
+    doc = {
+        "agents": [
+            {"id": "kiss", "role": "kiss", "model": "fake:solve=1"},
+            {"id": "security", "role": "security", "model": BROKEN},
+            {"id": "testing", "role": "testing", "model": "fake:solve=1,words=20"},
+        ],
+        "judge": {"model": "fake"},
+    }
+    path, db = tmp_path / "debate.json", tmp_path / "d.sqlite"
+    path.write_text(json.dumps(doc))
+    argv = [
+        "run",
+        "--config",
+        str(path),
+        "--protocol",
+        "escalate",
+        "--on-agent-failure",
+        "continue",
+    ]
+    assert (
+        main([*argv, "--db", str(db), "--thread-id", "e", "--quiet", "What is 17 * 23 - 4?"]) == 0
+    )
+    verdict = stored(db, "e")["solution"]["verdict"]
+    assert verdict["ballot"]["outcome"] == "settled" and verdict["ballot"]["settled_by"] == [
+        "kiss",
+        "testing",
+    ]
+    assert verdict["ballot"]["mark"] == "settled by a unanimous vote of 2"
+    assert verdict["panel"]["partial"] == "partial: 2 of 3 agents"
