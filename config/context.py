@@ -171,7 +171,7 @@ class Context:
         default=None,
         metadata=_d(
             "Anonymous critiques: critiques, refinements and the judge see the other agents as Author "
-            "A, B, C (an order shuffled per reader, seeded by the run), never by id, role or model; "
+            "A, B, C (an order shuffled per run, the same for every reader), never by id, role or model; "
             "the transcript, report and viewer keep who wrote what. Empty: the config file's "
             "debate.anonymous, else off."
         ),

@@ -7,7 +7,7 @@ but the synthesis. In the roundtable every turn is everyone's.
 
 In an anonymous debate a reader sees the same turns under other names
 (:class:`Relabelled`): every other author by a letter (``Author A``), in an
-order shuffled per reader and seeded by the run, and itself as ``you``; the
+order shuffled per run and the same for every reader, and itself as ``you``; the
 transcript itself keeps who wrote what.
 
 Nothing here scans a whole transcript: views and triggers walk back from the
@@ -96,16 +96,16 @@ def latest_summaries(
 
 
 def author_labels(authors: Iterable[str], reader: str, seed: str) -> dict[str, str]:
-    """Return the name each author is shown by to ``reader``: a letter each, in an order shuffled per reader.
+    """Return the name each author is shown by to ``reader``: a letter each, in an order shuffled per run.
 
-    The shuffle is seeded by the run and the reader, so a reader meets the same letters all debate long (and
-    again on resume) while two readers, or two runs, do not share an order: no letter says who spoke first.
+    The shuffle is seeded by the run alone, so every reader knows an author by the same letter (a critique's
+    "Author B" is the judge's Author B, and so are a summary's), all debate long and again on resume, while
+    two runs do not share an order: no letter says who spoke first. The reader is ``you`` to itself.
     """
-    everyone = set(authors)
-    others = sorted(everyone - {reader})
-    random.Random(hashlib.sha256(f"{seed}|{reader}".encode()).digest()).shuffle(others)
-    labels = {author: f"{AUTHOR} {letters(i)}" for i, author in enumerate(others)}
-    return labels | ({reader: YOU} if reader in everyone else {})
+    everyone = sorted(set(authors))
+    random.Random(hashlib.sha256(seed.encode()).digest()).shuffle(everyone)
+    labels = {author: f"{AUTHOR} {letters(i)}" for i, author in enumerate(everyone)}
+    return labels | ({reader: YOU} if reader in labels else {})
 
 
 def letters(index: int) -> str:

@@ -1,7 +1,7 @@
 """Each agent's call, built from state: its budget, its latest summary, its working view.
 
 In an anonymous debate (``settings["anonymous"]``) the view and the task of a debater's, a person's or the
-judge's call name every other agent by a letter (``Author A``), shuffled per reader and seeded by the run
+judge's call name every other agent by a letter (``Author A``), shuffled per run, the same for every reader
 (``memory.perspective.author_labels``): no id, role or model of another agent reaches the prompt.
 """
 

@@ -211,7 +211,8 @@ def test_a_person_at_an_anonymous_table_sees_letters_for_every_other_seat() -> N
         asked += [i.value for i in pending]
         graph.invoke(Command(resume={i.id: f"My {i.value['kind']}." for i in pending}), config)
     critiques = [q for q in asked if q["kind"] == "critique"]
-    assert sorted(q["target"] for q in critiques) == ["Author A", "Author B"]
+    targets = [q["target"] for q in critiques]  # two other seats, each by its letter of the run
+    assert len(set(targets)) == 2 and all(re.fullmatch(r"Author [A-C]", t) for t in targets)
     for q in asked:  # the seat's own system prompt (the generalist's) aside
         shown = json.dumps([q["task"], q["target"], q["view"]["user"]])
         assert not re.search(r"\b(architect|security)\b", shown, re.IGNORECASE), q
@@ -228,24 +229,21 @@ def test_a_person_at_an_anonymous_table_sees_letters_for_every_other_seat() -> N
     }
 
 
-def test_letters_are_shuffled_per_reader_and_run_and_stable_within_them() -> None:
+def test_letters_are_shuffled_per_run_the_same_for_every_reader_and_stable_within_it() -> None:
     authors = ["architect", "kiss", "security", "testing"]
     first = author_labels(authors, "kiss", "thread-1")
     assert first == author_labels(authors, "kiss", "thread-1")
     assert first["kiss"] == "you"
-    assert sorted(v for k, v in first.items() if k != "kiss") == [
-        "Author A",
-        "Author B",
-        "Author C",
-    ]
     judge = author_labels(authors, "judge", "thread-1")
     assert sorted(judge.values()) == ["Author A", "Author B", "Author C", "Author D"]
+    # every reader knows an author by the judge's letter: a critique's Author B is the judge's Author B
+    assert all(first[a] == judge[a] for a in authors if a != "kiss")
     orders = {
         tuple(author_labels(authors, "judge", f"run-{i}")[a] for a in authors) for i in range(40)
     }
     assert len(orders) > 10, "the letters do not follow the agents' order"
     letters_of_kiss = {author_labels(authors, r, "run")["kiss"] for r in authors + ["judge"]}
-    assert len(letters_of_kiss - {"you"}) > 1, "each reader has an order of its own"
+    assert len(letters_of_kiss - {"you"}) == 1, "a reader has an order of its own"
     many = author_labels([f"v{i}" for i in range(30)], "judge", "s")
     letters = [chr(c) for c in range(ord("A"), ord("Z") + 1)] + ["AA", "AB", "AC", "AD"]
     assert set(many.values()) == {f"Author {x}" for x in letters}
@@ -327,7 +325,7 @@ def test_the_setting_alone_turns_the_judges_view_anonymous() -> None:
     anon = agent_call(
         {**state, "settings": hidden}, judge, None, kind="synthesis", round_no=1, task="Judge."
     )
-    assert "Proposal by Author A" in anon.user and "security" not in anon.user
+    assert re.search(r"Proposal by Author [AB] ", anon.user) and "security" not in anon.user
 
 
 def test_no_summary_names_another_agent_in_an_anonymous_debate(
