@@ -51,8 +51,9 @@ def retry_wait(
     if not limited and retries >= RETRIES:
         return None
     asked = server_wait(failure)
-    if asked is None or (limited and asked == 0):
-        wait = backoff(refusals if limited else retries)
+    if asked is None or (limited and asked < FIRST_WAIT_S):
+        # a 429 that says "now" or a few ms backs off too: else it is asked again in a loop to its deadline
+        wait = max(asked or 0.0, backoff(refusals if limited else retries))
     else:
         wait = asked
     return wait if wait < left_s else None
@@ -107,7 +108,7 @@ def server_wait(exc: BaseException, now: Callable[[], float] = time.time) -> flo
 def backoff(retry: int, draw: Callable[[], float] = random.random) -> float:
     """Return the wait before retry number ``retry`` (0 first): doubling, capped, half of it drawn at random so
     that calls failed together do not come back together."""
-    ceiling = min(LONGEST_WAIT_S, FIRST_WAIT_S * 2.0**retry)
+    ceiling = min(LONGEST_WAIT_S, FIRST_WAIT_S * 2.0 ** min(retry, 8))  # 2**1024 overflows a float
     return ceiling / 2 + draw() * ceiling / 2
 
 

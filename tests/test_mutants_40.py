@@ -182,3 +182,13 @@ def test_an_empty_answer_is_asked_again_at_once_within_a_deadline_under_a_second
     server.faults.extend(["empty"])
     got = answer(question(models=("openai:cheap",), timeout_s=0.9, run=""), sync)
     assert [a["outcome"] for a in got.attempts] == ["empty", "ok"] and got.text
+
+
+def test_a_429_that_asks_for_a_few_ms_backs_off_and_many_refusals_never_overflow() -> None:
+    """A server answering 429 with ``retry-after-ms: 5`` is not asked again every 5 ms to the deadline, and the
+    thousandth refusal still waits the longest back-off (``2.0**1024`` would overflow)."""
+    tiny = status_error(429, {"retry-after-ms": "5"})
+    assert all(0.25 <= (retry_wait(tiny, 0, left_s=60.0) or 0) <= 0.5 for _ in range(20))
+    assert 4.0 <= (retry_wait(tiny, 0, left_s=60.0, refusals=2000) or 0) <= 8.0
+    slow = status_error(429, {"Retry-After": "3"})
+    assert retry_wait(slow, 0, left_s=60.0, refusals=5) == 3.0  # a wait the server names is kept
