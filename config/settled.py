@@ -39,15 +39,23 @@ class Settled:
         (``sample`` for compare's single and vote runs); by default the settings' own protocol.
         ``extra`` are the graph's other inputs (a sample's ``samples``).
         """
+        marked = protocol or self.settings["protocol"]
         given = {
             **{k: v for k, v in context_dict(self.context).items() if k != "protocol"},
-            "protocol": protocol or self.settings["protocol"],
+            "protocol": marked,
         }
+        # a sample's settings name it from the start (its setup would): stopped before setup, it resumes on
+        # the sample graph, which reads the graph from the settings
+        settings = (
+            self.settings
+            if marked == self.settings["protocol"]
+            else {**self.settings, "protocol": marked}
+        )
         return {
             "problem": problem,
             "context": given,
             "context_taken": given,
-            "settings": self.settings,
+            "settings": settings,
             **extra,
         }
 

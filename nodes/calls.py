@@ -62,9 +62,9 @@ class Call:
     prices: tuple[tuple[str, Price], ...] = ()
     """The prices of the agent's models: a failed reply carries its dollars, which ``debate list`` shows at once."""
     shown_target: str | None = None
+    """The target as the seat is shown it (``Author B`` in an anonymous debate); None: by its id."""
     rate_limits: RateLimits | None = None
     """The rate limits the run's settings state (``settings.rate_limits``), held by the road."""
-    """The target as the seat is shown it (``Author B`` in an anonymous debate); None: by its id."""
 
     @property
     def most_requests(self) -> int:

@@ -79,8 +79,10 @@ def test_compare_window_draws_the_vote_two_at_a_time(tmp_path: Path) -> None:
     ("argv", "said"),
     [
         (["--protocols", "vote", "--window", "1"], "add escalate to --protocols"),
-        (["--protocols", "escalate", "--votes", "3", "--window", "4"], "give 1 to --votes (3)"),
-        (["--protocols", "escalate", "--window", "0"], "give 1 to the vote's k"),
+        (["--protocols", "escalate", "--votes", "3", "--window", "4"], "give 1 to the vote's 3"),
+        (["--protocols", "escalate", "--window", "6"], "give 1 to the vote's 5"),
+        (["--protocols", "escalate", "--window", "0"], "give 1 to the vote's 5"),
+        (["--protocols", "single,vote,debate,escalate", "--window", "2"], "give --votes K too"),
     ],
 )
 def test_a_window_that_cannot_apply_is_refused(

@@ -183,3 +183,46 @@ def test_a_debate_started_from_the_viewer_resolves_once(
             assert time.monotonic() < deadline
             time.sleep(0.05)
     assert len(resolutions) == 1
+
+
+def test_a_sample_stopped_before_its_setup_resumes_on_the_sample_graph() -> None:
+    """compare's single and vote runs are marked ``sample`` from their first checkpoint, settings included, so a
+    run killed between ``begin`` and setup is resumed (by compare, a worker or the viewer) as a sample."""
+    import asyncio
+
+    from debate_engine.config.settled import settle
+    from debate_engine.graph.by_protocol import protocol_of
+    from debate_engine.graph.sample import compile_sample
+    from debate_engine.nodes.setup import begin
+
+    saver, config = InMemorySaver(), {"configurable": {"thread_id": "s"}}
+    sample = compile_sample(checkpointer=saver)
+    settled = settle(Context(model="fake", agents="generalist"))
+    asyncio.run(begin(sample, config, settled.intake("What is 2+3?", protocol="sample", samples=3)))
+    stored = sample.get_state(config).values
+    assert protocol_of(stored) == "sample" and "phase" not in stored  # stopped before setup
+    values = sample.invoke(None, config)
+    assert len(values["settings"]["agents"]) == 3 and values["solution"]
+
+
+def test_a_form_sent_twice_never_starts_a_debate_over_the_first(tmp_path: Path) -> None:
+    """The viewer's run checks the thread under its lock: a second start on a thread that holds a debate fails."""
+    import asyncio
+
+    from debate_engine.app.viewer.running import Runs
+    from debate_engine.config.settled import settle
+
+    db = tmp_path / "d.sqlite"
+    assert main(["run", "--model", "fake", "--rounds", "1", "--db", str(db), "--thread-id", "x",
+                 "--quiet", "Design a cache"]) == 0  # fmt: skip
+    before = _stored(db, "x")["transcript"]
+    settled = settle(Context(model="fake", rounds=1))
+
+    async def again() -> str:
+        runs = Runs(str(db))
+        runs.start("x", settled.intake("Pick a queue"), settled.context, None)
+        await asyncio.gather(runs.tasks["x"], return_exceptions=True)
+        return runs.failed["x"]
+
+    assert "already holds a debate" in asyncio.run(again())
+    assert _stored(db, "x")["transcript"] == before

@@ -15,7 +15,11 @@ from debate_engine.app.cli.exit_codes import (
 from debate_engine.app.cli.outputs import add_db, add_progress, check_outputs, db_of, load_env_file
 from debate_engine.app.cli.run import add_run_options
 from debate_engine.app.cli.run_context import settled_from_args
-from debate_engine.app.measure.compare.protocols import parse_budget, parse_protocols
+from debate_engine.app.measure.compare.protocols import (
+    DEFAULT_VOTES,
+    parse_budget,
+    parse_protocols,
+)
 from debate_engine.providers.secrets import redact
 
 TURNS_PER_AGENT = 3
@@ -149,9 +153,7 @@ def main(args: argparse.Namespace) -> int:
             f"--window {args.window}: draws escalate's votes; add escalate to --protocols, or leave "
             "--window out"
         )
-    if args.window is not None and not 1 <= args.window <= (args.votes or args.window):
-        most = f"--votes ({args.votes})" if args.votes else "the vote's k"
-        raise InputError(f"--window {args.window}: give 1 to {most} answers at a time")
+    _check_window(args, names)
     if args.turns is not None and "roundtable" not in names:
         raise InputError(
             f"--turns {args.turns}: only the roundtable takes turns; add roundtable to --protocols, "
@@ -182,6 +184,21 @@ def main(args: argparse.Namespace) -> int:
         return run_until_signal(run_comparison(args, names, budget, tasks, settled, roundtable))
     except Stopped as exc:
         return _stopped(args, exc.signum, comparison_id(tasks, settled.context))
+
+
+def _check_window(args: argparse.Namespace, names: list[str]) -> None:
+    """Refuse a window escalate's vote cannot take, before any run: escalate votes with ``--votes``, else with the
+    vote's k (sized from the other protocols' spend when ``vote`` is compared), else the default 3."""
+    if args.window is None:
+        return
+    if args.votes is None and "vote" in names:
+        raise InputError(
+            f"--window {args.window}: the vote's k is sized from single's and the debate's spend, so no window "
+            "can be checked against it before they run; give --votes K too"
+        )
+    k = args.votes or DEFAULT_VOTES
+    if not 1 <= args.window <= k:
+        raise InputError(f"--window {args.window}: give 1 to the vote's {k} answers at a time")
 
 
 def _check_queue(args: argparse.Namespace) -> None:

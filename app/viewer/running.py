@@ -34,7 +34,7 @@ from debate_engine.app.store.database import (
     open_checkpointer,
     thread_busy,
 )
-from debate_engine.errors import DebateError
+from debate_engine.errors import DebateError, InputError
 from debate_engine.graph.by_protocol import graph_for
 from debate_engine.nodes.positions import POSITION_KINDS
 from debate_engine.nodes.setup import begin
@@ -214,6 +214,9 @@ class Runs:
             graph = graph_for(context if context is not None else graph_kind, saver)
             given: set[str] = set()
             if intake is not None:  # settings resolved by the form: the first node resolves nothing
+                # the form was sent twice, or a terminal started the thread first
+                if (await graph.aget_state(config)).values:
+                    raise InputError(f"thread {thread} already holds a debate; nothing was started")
                 await begin(graph, config, intake)
             payload = await self._due(saver, thread, given)
             while True:
