@@ -110,14 +110,15 @@ async def start(request: Request) -> Response:
         return _form_again(request, _kept_for(typed), {}, 200)
     try:
         problem, context = parse_form(typed)
-        settled = settle(context)  # every setting checked as `debate run` checks it, resolved once
+        # every setting checked as `debate run` checks it, resolved once: it reads files, so in a thread
+        settled = await asyncio.to_thread(settle, context)
     except FormErrors as exc:
         return _form_again(request, typed, exc.errors)
     except ConfigError as exc:
         return _form_again(request, typed, field_errors(exc.lines()))
     except InputError as exc:  # a missing API key
         return _form_again(request, typed, {"model": exc.message()})
-    if unusable := unusable_model(settled.settings):
+    if unusable := await asyncio.to_thread(unusable_model, settled.settings):
         return _form_again(request, typed, {"model": unusable})
     thread = typed.get("thread_id", "").strip() or new_thread()
     if (await request.app.state.store.newest(thread))[0] is not None:

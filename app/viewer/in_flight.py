@@ -166,7 +166,7 @@ async def step_of(request: Request, thread: str) -> Step | None:
     values = loaded.values
     if "phase" not in values:  # taken in, not set up yet (the first checkpoint): no step has begun
         return None
-    snapshot = await graph_for(protocol_of(values), saver).aget_state(config)
+    snapshot = await compiled(request, protocol_of(values), saver).aget_state(config)
     name = step_name(snapshot.tasks, replies, values)
     landed = [landed_turn(i, r) for i, r in enumerate(replies)]
     began = datetime.fromisoformat(found.checkpoint["ts"]).timestamp()
@@ -179,6 +179,19 @@ async def step_of(request: Request, thread: str) -> Step | None:
         working=working(participants(values, name), landed, kind) if running else [],
         read_at=time.time(),
     )
+
+
+def compiled(request: Request, protocol: str, saver: Any) -> Any:
+    """Return the graph of ``protocol`` on ``saver``, compiled once per server: each poll of a live page reads
+    its next tasks, and compiling a graph is CPU work the event loop would do on every one."""
+    state = request.app.state
+    kept: dict[tuple[str, int], Any] | None = getattr(state, "step_graphs", None)
+    if kept is None:
+        kept = state.step_graphs = {}
+    key = (protocol, id(saver))
+    if key not in kept:
+        kept[key] = graph_for(protocol, saver)
+    return kept[key]
 
 
 def showing_steps(page: Page) -> Page:
