@@ -293,6 +293,12 @@ LIMITER = Limiter()
 """The process's limiter: every request of every run in the process takes from it."""
 
 
+def store_blocks() -> bool:
+    """Return whether the buckets live in a database reached by blocking calls (PostgreSQL, SQLite): the
+    async road then reaches it from a thread."""
+    return LIMITER.store.blocking
+
+
 def declare(run: str, limits: RateLimits) -> None:
     """Hold the requests of ``run`` to ``limits`` (see :meth:`Limiter.declare`)."""
     LIMITER.declare(run, limits)

@@ -47,6 +47,7 @@ from debate_engine.calls.limits import (
     pause_after,
     reserve,
     settle,
+    store_blocks,
 )
 from debate_engine.calls.markers import messages
 from debate_engine.calls.parse import looks_cut, parse_structured
@@ -486,7 +487,12 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
             out = _timeout(request)
         except Exception as exc:
             out = _provider_failure(exc)
-        pause_after(
-            spec, out if isinstance(out, BaseException) else None
-        )  # before the slot is free
-        return _settled(_result(request, spec, structured, out, started), held, out)
+        failure = out if isinstance(out, BaseException) else None
+        result = _result(request, spec, structured, out, started)
+        if (
+            store_blocks()
+        ):  # a database every worker shares: its round trips leave the event loop free
+            await asyncio.to_thread(pause_after, spec, failure)  # before the slot is free
+            return await asyncio.to_thread(_settled, result, held, out)
+        pause_after(spec, failure)  # before the slot is free
+        return _settled(result, held, out)
