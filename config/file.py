@@ -16,11 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError
 from pydantic_core import ErrorDetails
 
 from debate_engine.config.settings import HUMAN_ROLE
-from debate_engine.config.wording import NOT_A_NUMBER, not_a_number, quoted, unknown_key
+from debate_engine.config.wording import (
+    NOT_A_NUMBER,
+    not_a_number,
+    quoted,
+    spec_problems,
+    unknown_key,
+)
 from debate_engine.errors import InputError
 from debate_engine.memory.summary_settings import SummarizationSettings
 from debate_engine.prompts import role_names
-from debate_engine.providers.factory import ModelConfigError, parse_spec, spec_from_config
+from debate_engine.providers.factory import spec_from_config
 
 log = logging.getLogger("debate.config")
 MAX_ROUNDS = 10_000
@@ -267,7 +273,7 @@ def load_config(path: str | os.PathLike[str]) -> DebateFile:
             p for where, entry in entries if entry is not None for p in _check_entry(where, entry)
         ]
         for spec in parsed.rate_limits.models:
-            problems += _spec_problems("rateLimits.models", spec)
+            problems += spec_problems("rateLimits.models", spec)
     if problems or parsed is None:
         raise ConfigError(problems)
     return parsed
@@ -364,15 +370,6 @@ def _summary_problems(where: str, values: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _spec_problems(where: str, spec: str) -> list[str]:
-    """Return what is wrong with a model spec (none: it names a model the factory can make)."""
-    try:
-        parse_spec(spec)
-    except ModelConfigError as exc:
-        return [f"{where}: {exc}"]
-    return []
-
-
 def _readable(path: str) -> bool:
     try:
         return os.access(Path(path).expanduser(), os.R_OK)
@@ -382,10 +379,10 @@ def _readable(path: str) -> bool:
 
 def _check_entry(where: str, entry: AgentEntry) -> list[str]:
     problems = []
-    for spec in filter(
-        None, [spec_from_config(entry.model, entry.provider), *(entry.fallback_models or [])]
-    ):
-        problems += _spec_problems(f"{where}.model", spec)
+    for spec in filter(None, [spec_from_config(entry.model, entry.provider)]):
+        problems += spec_problems(f"{where}.model", spec)
+    for i, spec in enumerate(entry.fallback_models or []):
+        problems += spec_problems(f"{where}.fallbackModels[{i}]", spec)
     for name in ("system_prompt_path", "summary_prompt_path"):
         value = getattr(entry, name)
         if value and not _readable(value):

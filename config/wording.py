@@ -12,6 +12,8 @@ import logging
 import reprlib
 from typing import Any
 
+from debate_engine.providers.factory import ModelConfigError, parse_spec
+
 _QUOTE = reprlib.Repr()
 vars(_QUOTE).update(maxstring=80, maxother=80, maxlevel=3, maxlist=6, maxdict=4)
 
@@ -65,3 +67,14 @@ class _OneLine(logging.Filter):
 
 
 logging.getLogger("langgraph_api.worker").addFilter(_OneLine())
+
+
+def spec_problems(where: str, spec: str) -> list[str]:
+    """Return what is wrong with a model spec (none: it names a model the factory can make)."""
+    if not spec.strip():
+        return [f"{where}: empty; name a model, or drop it"]
+    try:
+        parse_spec(spec)
+    except ModelConfigError as exc:
+        return [f"{where}: {exc}"]
+    return []

@@ -238,6 +238,7 @@ FUZZ_SETTINGS = settings(
 @example(data={"debate": {"summarization": {"promptPath": "a\x00b"}}})
 @example(data={"agents": [{"role": "kiss", "model": "fake:words=\u00b2"}]})
 @example(data={"agents": [{"role": "kiss", "fallbackModels": ["fake:words=\u00b2"]}]})
+@example(data={"judge": {"id": "architect", "fallbackModels": [""]}})
 @example(data={"agents": [{"id": ["a"], "role": "kiss"}]})
 @example(data={"agents": [{"role": ["kiss"]}]})
 @example(data={"agents\n": []})
