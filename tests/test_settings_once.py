@@ -226,3 +226,19 @@ def test_a_form_sent_twice_never_starts_a_debate_over_the_first(tmp_path: Path) 
 
     assert "already holds a debate" in asyncio.run(again())
     assert _stored(db, "x")["transcript"] == before
+
+
+def test_settle_checks_every_models_key_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A missing key is found where the run starts (a dry run needs none); a person's seat has no model."""
+    from debate_engine.config.settled import settle
+    from debate_engine.providers.factory import ModelConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    keyed = Context(model="openai:gpt-4o-mini", agents="kiss,security")
+    with pytest.raises(ModelConfigError, match="OPENAI_API_KEY"):
+        settle(keyed)
+    assert settle(keyed, credentials=False).settings["agents"][0]["model"] == "openai:gpt-4o-mini"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-settle")
+    seated = settle(Context(model="openai:gpt-4o-mini", agents="kiss", humans="alice"))
+    assert seated.people == ["human:alice"]
