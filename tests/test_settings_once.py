@@ -242,3 +242,19 @@ def test_settle_checks_every_models_key_unless_told_not_to(monkeypatch: pytest.M
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-settle")
     seated = settle(Context(model="openai:gpt-4o-mini", agents="kiss", humans="alice"))
     assert seated.people == ["human:alice"]
+
+
+def test_the_context_begin_writes_is_the_runs_whole_so_a_fork_keeps_what_it_does_not_change(
+    tmp_path: Path,
+) -> None:
+    """A fork re-resolves the original's stored context with its changes: every setting it does not change
+    (the agents, the rounds) is the original's."""
+    db = tmp_path / "f.sqlite"
+    run = ["run", "--model", "fake", "--agents", "kiss,security", "--rounds", "2", "--quiet"]
+    assert main([*run, "--db", str(db), "--thread-id", "o", "Design a cache"]) == 0
+    assert _stored(db, "o")["context"]["agents"] == "kiss,security"
+    fork = ["fork", "o", "--round", "1", "--model", "fake:words=7", "--thread-id", "f", "--quiet"]
+    assert main([*fork, "--db", str(db)]) == 0
+    settings = _stored(db, "f")["settings"]
+    assert [a["id"] for a in settings["agents"]] == ["kiss", "security"]
+    assert settings["rounds"] == 2 and settings["agents"][0]["model"] == "fake:words=7"
