@@ -23,7 +23,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from debate_engine.calls.ledger import empty_spend
-from debate_engine.calls.limits import declare, limits_of
 from debate_engine.config.context import Context, context_dict, context_of
 from debate_engine.config.resolve import resolve
 from debate_engine.config.settings import RunSettings, is_human
@@ -56,10 +55,9 @@ class Intake:
 async def begin(graph: Any, config: Any, update: dict[str, Any]) -> None:
     """Write a run's settled intake (``Settled.intake``) as the first node's update, so nothing resolves it again.
 
-    It is checkpointed before ``setup`` runs: a stop anywhere after resumes with these settings. Its requests keep
-    to the rate limits they state from the first one, as when ``intake`` resolves them (``config.rate_limits``).
+    It is checkpointed before ``setup`` runs: a stop anywhere after resumes with these settings (their rate
+    limits too: every request carries them to the road).
     """
-    declare(str(config["configurable"]["thread_id"]), limits_of(update.get("settings") or {}))
     await graph.aupdate_state(config, update, as_node=INTAKE)
 
 

@@ -43,7 +43,6 @@ from debate_engine.app.store.database import (
     is_postgres,
     schema_lock,
 )
-from debate_engine.calls.limits import declare, limits_of
 from debate_engine.config.context import context_dict, context_for
 from debate_engine.config.settings import RunSettings
 from debate_engine.config.settled import Settled
@@ -305,8 +304,6 @@ async def drive_thread(
         )  # what runs next, only the thread's own graph knows
     if snapshot.values and ended(snapshot):
         return snapshot.values  # finished before this job ran
-    # the rate limits its settings state hold it, continued or new (one the intake resolves declares its own)
-    declare(thread_id, limits_of(snapshot.values.get("settings") or settings or {}))
     if not snapshot.values and not problem:
         raise InputError(f"thread {thread_id} holds no debate and the job has no problem")
     status = snapshot.values.get("status") or {}
