@@ -51,9 +51,11 @@ def retry_wait(
     if not limited and retries >= RETRIES:
         return None
     asked = server_wait(failure)
-    if asked is None or (limited and asked < FIRST_WAIT_S):
-        # a 429 that says "now" or a few ms backs off too: else it is asked again in a loop to its deadline
-        wait = max(asked or 0.0, backoff(refusals if limited else retries))
+    if asked is None or (limited and asked == 0):
+        wait = backoff(refusals if limited else retries)
+    elif limited and asked < FIRST_WAIT_S:
+        # a 429 asking for a few ms waits the first back-off: else it is asked again in a loop to its deadline
+        wait = backoff(0)
     else:
         wait = asked
     return wait if wait < left_s else None
