@@ -8,6 +8,7 @@ in the form of a real ``debate serve``. Screenshots: ``build/screenshots/shared-
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,9 @@ def test_the_lists_filters_are_chosen_in_its_form_and_kept(browser: Any, db: Pat
                 "css selector", f'select[name="{name}"] option[value="{value}"]'
             ).click()
         browser.find_element("css selector", ".search button").click()
+        deadline = time.monotonic() + 30  # the form's GET navigates: read the address once it has
+        while "origin=" not in browser.current_url and time.monotonic() < deadline:
+            time.sleep(0.05)
         query = parse_qs(urlsplit(browser.current_url).query)
         assert query["origin"] == ["hand"] and query["protocol"] == ["roundtable"]
         shown = [
