@@ -260,6 +260,9 @@ def _build(
         "max_retries": 0,
         # The answer's headers in its response_metadata: the road reads the provider's x-ratelimit-* limits there.
         "include_response_headers": True,
+        # A streamed answer (Studio's and the viewer's "messages" stream) reports its usage too: without it the
+        # provider bills tokens the road can only estimate.
+        "stream_usage": True,
     }
     if parsed.provider == "local":
         server = ensure_server()

@@ -2,20 +2,16 @@
 
 Its replies are made from the prompt's own words, so the same prompt always
 gets the same reply, and identifiers in the prompt (``rate_limiter.py``,
-``429``) show up in it the way a real model would repeat them. It sleeps
-``latency_ms`` per call, which is how the benchmarks see concurrency.
+``429``) show up in it the way a real model would repeat them. It sleeps ``latency_ms`` per call, which is how
+the benchmarks see concurrency; to a streaming listener it writes the second half of that time (``fake_stream``).
 
-Given ``solve`` (and ``conform``), it is a population whose truth is known: on
-a problem holding an integer expression (``12+34*56``) it answers right with
-probability ``solve`` and otherwise the one fixed wrong answer (right + 1), so
-a plurality is a majority and the binomial formula applies; shown other
-agents' answers, it takes their majority's with probability ``conform``.
-Given ``defer=AGENT:P``, shown the answer of the agent ``AGENT`` by name, it
-takes that answer with probability ``P`` (before any conformity): identity
-bias, which an anonymous debate (the others as ``Author A``) gives it no name
-to act on.
-Each draw is seeded by the run's thread, the agent and the question, so a
-resumed run draws the same and every voter draws on its own.
+Given ``solve`` (and ``conform``), it is a population whose truth is known: on a problem holding an integer
+expression (``12+34*56``) it answers right with probability ``solve`` and otherwise the one fixed wrong answer
+(right + 1), so a plurality is a majority and the binomial formula applies; shown other agents' answers, it takes
+their majority's with probability ``conform``. Given ``defer=AGENT:P``, shown the answer of the agent ``AGENT`` by
+name, it takes that answer with probability ``P`` (before any conformity): identity bias, which an anonymous debate
+(the others as ``Author A``) gives it no name to act on. Each draw is seeded by the run's thread, the agent and the
+question, so a resumed run draws the same and every voter draws on its own.
 
 Tasks may differ in difficulty: ``solve=A-B`` draws each question's solve
 probability uniformly from A to B, ``solve=A/B/...`` picks it among the values
@@ -45,6 +41,7 @@ from pydantic import BaseModel
 from debate_engine.memory.budget import PROBLEM_HEADER
 from debate_engine.memory.perspective import AUTHOR, YOU
 from debate_engine.memory.tokens import count_tokens
+from debate_engine.providers.fake_stream import astream, stream, streaming
 
 VOCABULARY = [
     "cache",
@@ -173,10 +170,13 @@ class FakeChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        told = streaming(run_manager)  # half the latency thinking, half writing
         if self.latency_ms or self.summary_latency_ms:
-            time.sleep(self._latency(run_manager))
+            time.sleep(self._latency(run_manager) / (2 if told else 1))
         self._fail_summaries(run_manager)
         reply = self._reply(messages, run_manager, bool(kwargs.get("answering")))
+        if told:
+            reply = stream(run_manager, reply, self._latency(run_manager) / 2)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     async def _agenerate(
@@ -186,10 +186,13 @@ class FakeChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        told = streaming(run_manager)
         if self.latency_ms or self.summary_latency_ms:
-            await asyncio.sleep(self._latency(run_manager))
+            await asyncio.sleep(self._latency(run_manager) / (2 if told else 1))
         self._fail_summaries(run_manager)
         reply = self._reply(messages, run_manager, bool(kwargs.get("answering")))
+        if told:
+            reply = await astream(run_manager, reply, self._latency(run_manager) / 2)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _answer(self, prompt: str, seed: str, me: str, expression: str, answering: bool) -> int:

@@ -18,7 +18,7 @@ import functools
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
@@ -64,6 +64,8 @@ class Step:
     """Who has not finished yet, in words (``testing (1 of 2 critiques)``)."""
     read_at: float
     """When this was read: the step had run ``read_at - since`` seconds."""
+    drafts: list[dict[str, Any]] = field(default_factory=list)
+    """What the calls of this server's run of it are writing now (``drafts``), their replies not landed yet."""
 
     @property
     def running_for(self) -> str:
@@ -71,11 +73,12 @@ class Step:
         return duration(max(0.0, self.read_at - self.since))
 
 
-def replies_in(writes: Sequence[Any]) -> list[dict[str, Any]]:
-    """Return the debaters' replies among pending writes, in the order they landed; failed calls are shown apart."""
+def replies_in(writes: Sequence[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Return the debaters' replies among pending writes with their task's id, in the order they landed; failed
+    calls are shown apart."""
     return [
-        value
-        for _, channel, value in writes
+        (task, value)
+        for task, channel, value in writes
         if channel == RETURN
         and isinstance(value, dict)
         and {"agent_id", "kind", "content"} <= value.keys()
@@ -83,10 +86,12 @@ def replies_in(writes: Sequence[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def landed_turn(index: int, reply: Mapping[str, Any]) -> dict[str, Any]:
-    """Return a landed reply as the live part shows it (it has no place in the transcript yet)."""
+def landed_turn(index: int, task: str, reply: Mapping[str, Any]) -> dict[str, Any]:
+    """Return a landed reply as the live part shows it (it has no place in the transcript yet); ``task`` is the
+    call's, whose draft the page then drops."""
     return {
         "seq": f"landed-{index}",
+        "task": task,
         "kind": reply["kind"],
         "speaker": reply["agent_id"],
         "content": reply["content"],
@@ -131,12 +136,14 @@ def working(
     ]
 
 
-def step_name(tasks: Sequence[Any], replies: Sequence[Mapping[str, Any]], values: Any) -> str:
+def step_name(
+    tasks: Sequence[Any], replies: Sequence[tuple[str, Mapping[str, Any]]], values: Any
+) -> str:
     """Return the step in flight: the checkpoint's next task, else the phase of the replies, else the schedule's."""
     if tasks:
         return str(tasks[0].name)
     if replies:
-        return PHASE_OF.get(str(replies[0]["kind"]), str(replies[0]["kind"]))
+        return PHASE_OF.get(str(replies[0][1]["kind"]), str(replies[0][1]["kind"]))
     return next_step(cast(ConversationState, values))[0]
 
 
@@ -168,7 +175,7 @@ async def step_of(request: Request, thread: str) -> Step | None:
         return None
     snapshot = await compiled(request, protocol_of(values), saver).aget_state(config)
     name = step_name(snapshot.tasks, replies, values)
-    landed = [landed_turn(i, r) for i, r in enumerate(replies)]
+    landed = [landed_turn(i, task, r) for i, (task, r) in enumerate(replies)]
     began = datetime.fromisoformat(found.checkpoint["ts"]).timestamp()
     kind = next((k for k, phase in PHASE_OF.items() if phase == name), name)
     return Step(
@@ -178,6 +185,7 @@ async def step_of(request: Request, thread: str) -> Step | None:
         landed=landed,
         working=working(participants(values, name), landed, kind) if running else [],
         read_at=time.time(),
+        drafts=runs.drafts.of(thread, [t["task"] for t in landed]),
     )
 
 

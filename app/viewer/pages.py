@@ -115,6 +115,8 @@ async def standing(request: Request, thread: str) -> dict[str, Any]:
     db = getattr(store, "db", "")  # the pages under `langgraph dev` have no database of their own
     if now["status"] == RUNNING and db:
         now["rate_wait"] = await asyncio.to_thread(rate_wait, db, thread)
+    if runs.running(thread):  # what its calls are writing now: the page shows it as it comes
+        now["drafts"] = runs.drafts.of(thread)
     return now
 
 

@@ -2,8 +2,8 @@
 
 A run holds its thread's lock (``athread_lock``) like ``debate run`` does, so
 a debate another process runs is refused, and the list shows this one running.
-It streams until the graph ends or pauses on a question; the page then shows
-the question with a form. A failure is kept as a message for the page, never a
+It streams until the graph ends or pauses on a question (its calls' tokens
+too: ``drafts``); the page then shows the question with a form. A failure is kept as a message for the page, never a
 traceback. A run can be stopped from its page: it is cancelled as Ctrl-C
 cancels ``debate run``, its finished calls kept, and it resumes from there.
 
@@ -34,6 +34,7 @@ from debate_engine.app.store.database import (
     open_checkpointer,
     thread_busy,
 )
+from debate_engine.app.viewer.drafts import Drafts
 from debate_engine.errors import DebateError, InputError
 from debate_engine.graph.by_protocol import graph_for
 from debate_engine.nodes.positions import POSITION_KINDS
@@ -120,6 +121,8 @@ class Runs:
         self.stopped: dict[str, float] = {}
         """When a page stopped a thread's run, until the thread runs again: the page says so."""
         self.stopping = False
+        self.drafts = Drafts()
+        """What the calls of this server's runs are writing now."""
 
     def running(self, thread: str) -> bool:
         """Return True while this server runs ``thread``."""
@@ -191,6 +194,7 @@ class Runs:
 
         A run that ended just as an answer came (after its last look) is followed by one that delivers it.
         """
+        self.drafts.end(thread)
         if task.cancelled():
             return
         exc = task.exception()
@@ -220,10 +224,17 @@ class Runs:
                 await begin(graph, config, intake)
             payload = await self._due(saver, thread, given)
             while True:
-                async for _ in graph.astream(
-                    payload, config, context=context, stream_mode="updates", durability="sync"
+                async for mode, event in graph.astream(
+                    payload,
+                    config,
+                    context=context,
+                    stream_mode=["updates", "messages"],
+                    durability="sync",
                 ):
-                    pass
+                    if mode == "messages":  # a call's tokens, shown on its page as they come
+                        self.drafts.add(thread, *event)
+                    else:
+                        self.drafts.updated(thread, event)
                 payload = await self._due(saver, thread, given)
                 if payload is None:
                     return

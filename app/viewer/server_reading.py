@@ -5,15 +5,19 @@ dev``), which no database path reaches; its HTTP API does, and shows exactly
 the threads Studio and the SDK made. ``ServerStore`` reads them with
 ``langgraph_sdk`` in-process (``get_client()`` with no URL talks to the server
 it runs inside, without a socket or auth) and answers the pages as ``Store``
-does. Whether a thread runs is the server's own word (``busy``), not a lock.
+does. Whether a thread runs is the server's own word (``busy``), not a lock. A
+step's replies as they land are read from the server's checkpointer itself,
+reached in-process as the API reaches it (``runtime_checkpointer``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Interrupt
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -25,6 +29,7 @@ from debate_engine.app.viewer.reading import Loaded, remember
 if TYPE_CHECKING:
     from debate_engine.app.store.database import ListedStatus
 
+LOG = logging.getLogger("debate.viewer")
 PAGE = 200
 """Threads asked for per search: the list reads them all, page by page."""
 UNKNOWN = (404, 422)
@@ -60,17 +65,36 @@ def asked_in(state: dict[str, Any]) -> list[Interrupt]:
     return list(asked.values())
 
 
+def runtime_checkpointer() -> BaseCheckpointSaver | None:
+    """Return the checkpointer of the server this runs in (``langgraph_runtime``, the API's own interface to
+    its runtime edition), or None where there is none to reach: the pages then show a step's replies when the
+    step ends."""
+    try:
+        from langgraph_runtime.checkpoint import Checkpointer  # start-up: only inside the server
+
+        found = Checkpointer()
+    except Exception as exc:  # another runtime edition, or not inside the server
+        LOG.info("the viewer reads no checkpointer of the server: %s: %s", type(exc).__name__, exc)
+        return None
+    return found if isinstance(found, BaseCheckpointSaver) else None
+
+
 class ServerStore:
     """The server's threads, read through its API; whole states are kept by checkpoint as ``Store`` keeps them."""
 
     def __init__(self, client: LangGraphClient | None = None) -> None:
         self._client = client
         self._states: OrderedDict[str, Loaded] = OrderedDict()
+        self.saver: BaseCheckpointSaver | None = None
+        """The server's own checkpointer, when this runs inside the server: a phase's finished calls are
+        written there as they land (``in_flight``), which the API's thread state does not show."""
 
     async def open(self) -> None:
-        """Make the in-process client, unless one was given (a test's, or one with a URL)."""
+        """Make the in-process client and find the server's checkpointer, unless a client was given (a test's,
+        or one with a URL: another process, whose checkpointer is out of reach)."""
         if self._client is None:
             self._client = get_client()
+            self.saver = runtime_checkpointer()
 
     async def close(self) -> None:
         """Leave the client: it belongs to the server's process and closes with it."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import time
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,6 +21,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from tests.integration import test_server as served
+from tests.test_viewer_actions import text_of
 
 pytestmark = pytest.mark.integration
 server = served.server
@@ -125,3 +128,34 @@ def test_a_viewer_that_cannot_start_leaves_the_server_starting(
     assert got.status_code == 503
     assert "could not start (ImportError: no jinja2 here)" in got.text
     assert "the graphs are served as usual" in got.text
+
+
+def test_a_fast_agents_reply_shows_at_ui_while_the_slow_one_still_works(
+    server: str, graph_id: str, tmp_path: Path
+) -> None:
+    """The pages read the server's checkpointer itself: a finished call's reply shows before its phase ends."""
+    team = tmp_path / "team.json"
+    agents = [
+        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
+        {"id": "slow", "role": "architect", "model": "fake:latency_ms=60000,structured=false"},
+    ]
+    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
+    team.write_text(json.dumps(config))
+    client = client_for(server)
+    thread = client.threads.create()["thread_id"]
+    run = client.runs.create(
+        thread, graph_id, input={"problem": "Pick a queue"}, context={"config_file": str(team)}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        shown = ""
+        while (
+            "proposal by quick, landed" not in shown
+        ):  # a 404 page until the run's first checkpoint
+            assert time.monotonic() < deadline, shown[:2000]
+            time.sleep(0.2)
+            shown = text_of(httpx.get(f"{server}/ui/debates/{thread}", timeout=30).text)
+        assert "At work: slow" in shown
+        assert client.threads.get(thread)["status"] == "busy"  # the slow call is still out
+    finally:
+        client.runs.cancel(thread, run["run_id"], wait=True)

@@ -285,8 +285,16 @@ class _Handler(BaseHTTPRequestHandler):
         deltas: list[dict[str, Any]] = [
             {"role": "assistant", "content": None if "tool_calls" in message else ""}
         ]
-        if "tool_calls" in message:
-            deltas[0]["tool_calls"] = [{"index": 0, **message["tool_calls"][0]}]
+        if "tool_calls" in message:  # as the real API: the call's name first, then its arguments in pieces
+            call = message["tool_calls"][0]
+            args = call["function"]["arguments"]
+            first = {**call, "function": {**call["function"], "arguments": ""}}
+            deltas[0]["tool_calls"] = [{"index": 0, **first}]
+            step = max(1, -(-len(args) // 8))
+            deltas += [
+                {"tool_calls": [{"index": 0, "function": {"arguments": args[i : i + step]}}]}
+                for i in range(0, len(args), step)
+            ]
         elif message["content"]:
             deltas += [
                 {"content": p if i == 0 else " " + p}

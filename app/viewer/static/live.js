@@ -1,5 +1,7 @@
 // A running debate's page updates itself: poll the small state record, and when a new
 // checkpoint lands, fetch the page's live part and put it in place, keeping open turns open.
+// The record of a debate this server runs carries what its calls are writing now (drafts):
+// each is shown as text (never as markup) until its reply lands in the live part.
 (function () {
   "use strict";
   var page = document.getElementById("debate");
@@ -8,7 +10,48 @@
   var liveUrl = page.dataset.live;
   var checkpoint = page.dataset.checkpoint;
   var status = page.dataset.status;
-  var PERIOD = 400;
+  var PERIOD = 200;
+  var drafts = [];
+
+  function showDrafts() {
+    var box = document.getElementById("drafts");
+    if (!box) { return; }
+    var wanted = {};
+    drafts.forEach(function (d) {
+      if (document.querySelector('#live [data-task="' + CSS.escape(d.task) + '"]')) { return; }  // landed
+      wanted[d.task] = true;
+      var el = box.querySelector('[data-draft="' + CSS.escape(d.task) + '"]');
+      if (!el) {
+        el = document.createElement("details");
+        el.open = true;
+        el.dataset.draft = d.task;
+        el.className = "turn draft";
+        el.appendChild(document.createElement("summary")).appendChild(document.createElement("span")).className = "label";
+        el.appendChild(document.createElement("div")).className = "text";
+        box.appendChild(el);
+      }
+      if (/^[a-z_]+$/.test(d.kind)) { el.classList.add(d.kind); }
+      el.querySelector(".label").textContent = d.kind + " by " + d.who + ", " + (d.done ? "written, being recorded" : "being written");
+      var text = el.querySelector(".text");
+      if (text.textContent !== d.text) { text.textContent = d.text; }
+    });
+    box.querySelectorAll("[data-draft]").forEach(function (el) {
+      if (!wanted[el.dataset.draft]) { el.remove(); }
+    });
+    page.dataset.drafted = String(Date.now());
+  }
+
+  // How long the step has run, counted on from the server's own reading (the two clocks may differ).
+  function ticked() {
+    var ran = document.querySelector("#live .ran");
+    if (!ran) { return; }
+    if (!ran.dataset.drawn) { ran.dataset.drawn = String(Date.now()); }
+    var s = Number(ran.dataset.read) - Number(ran.dataset.since) + (Date.now() - Number(ran.dataset.drawn)) / 1000;
+    var m = Math.floor(Math.round(s) / 60);
+    ran.textContent = s < 60 ? s.toFixed(1) + " s"
+      : m < 60 ? m + " min " + String(Math.round(s) % 60).padStart(2, "0") + " s"
+      : Math.floor(m / 60) + " h " + String(m % 60).padStart(2, "0") + " min";
+  }
 
   function openTurns() {
     var open = [];
@@ -22,6 +65,7 @@
     var next = new DOMParser().parseFromString(html, "text/html");
     live.replaceChildren.apply(live, Array.prototype.slice.call(next.body.childNodes));
     keep.forEach(function (id) { var d = document.getElementById(id); if (d) { d.open = true; } });
+    showDrafts();
     page.dataset.updated = String(Date.now());
   }
 
@@ -58,6 +102,9 @@
           }
           outdated();  // never throw away what a person is typing: say the questions changed instead
         }
+        drafts = now.drafts || [];
+        showDrafts();
+        if (now.status === "running") { ticked(); }
         var moved = now.checkpoint !== checkpoint || now.status !== status;
         checkpoint = now.checkpoint;
         status = now.status;

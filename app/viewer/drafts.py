@@ -1,0 +1,116 @@
+"""What this server's runs are writing now: each call's text as its model streams it, until its reply lands.
+
+A run the viewer drives streams LangGraph's ``messages`` mode beside its
+updates, so each model call hands over its tokens as they come (a real
+provider streams its answer, the fake writes a few words at a time). A draft is
+kept per task (the call's ``model_call:<id>`` namespace, the id its reply's
+pending write carries); a retry of the call starts its draft again. A
+structured reply streams the JSON of its tool call: the draft shows its prose
+field (``reply``) as far as it has come, parsed leniently. Drafts live in
+memory only: they are what the checkpoint will hold once the call ends, shown
+early; a run by another process shows its replies as they land instead. The
+drafts of a step go when any node other than a call reports its update (the
+phase wrote its turns), and all of a thread's when its run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.utils.json import parse_partial_json
+
+PROSE = "reply"
+"""The field of a debater's structured answer that holds its prose (``nodes.calls``)."""
+SHOWN_CHARS = 20_000
+"""A draft shows at most this many characters, its end: the page polls it several times a second."""
+
+
+@dataclass
+class Draft:
+    """One call's text so far."""
+
+    task: str
+    """The task id of the call: its reply's pending write carries it."""
+    name: str
+    """The task's name (``model_call``): an update under another name means the step has ended."""
+    who: str
+    kind: str
+    message: str | None
+    """The id of the streamed message: a new one (a retry, a fallback) starts the draft again."""
+    text: list[str] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)
+    """A tool call's arguments so far (JSON, cut anywhere)."""
+    since: float = field(default_factory=time.time)
+    done: bool = False
+
+    def shown(self) -> str:
+        """Return the prose written so far: the text, else the ``reply`` field of the arguments so far."""
+        prose = "".join(self.text)
+        if not prose and self.args:
+            prose = _prose("".join(self.args))
+        return prose[-SHOWN_CHARS:]
+
+
+def _prose(arguments: str) -> str:
+    try:
+        parsed = parse_partial_json(arguments)
+    except (json.JSONDecodeError, ValueError):  # not yet an object's first key
+        return ""
+    value = parsed.get(PROSE) if isinstance(parsed, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def task_of(namespace: str) -> tuple[str, str]:
+    """Return the name and id of the task a namespace ends in (``propose:..|model_call:ID`` -> model_call, ID)."""
+    name, _, task = namespace.rsplit("|", 1)[-1].partition(":")
+    return name, task
+
+
+class Drafts:
+    """The drafts of this server's runs, by thread and task."""
+
+    def __init__(self) -> None:
+        self.by_thread: dict[str, dict[str, Draft]] = {}
+
+    def add(self, thread: str, chunk: BaseMessage, meta: Mapping[str, Any]) -> None:
+        """Add a streamed chunk to its call's draft (a chunk of a call no debater makes has no ``agent_id``)."""
+        namespace = str(meta.get("langgraph_checkpoint_ns", ""))
+        if "|" not in namespace:
+            return  # a model called by a node itself, not by a call's task: nothing lands for it
+        name, task = task_of(namespace)
+        drafts = self.by_thread.setdefault(thread, {})
+        draft = drafts.get(task)
+        if draft is None or draft.message != chunk.id:
+            who = str(meta.get("agent_id") or meta.get("langgraph_node", "the model"))
+            draft = drafts[task] = Draft(task, name, who, str(meta.get("kind", "")), chunk.id)
+        if isinstance(chunk.content, str) and chunk.content:
+            draft.text.append(chunk.content)
+        for piece in getattr(chunk, "tool_call_chunks", None) or []:
+            draft.args.append(piece.get("args") or "")
+        if getattr(chunk, "chunk_position", None) == "last":
+            draft.done = True
+
+    def updated(self, thread: str, nodes: Iterable[str]) -> None:
+        """Forget a thread's drafts once a node other than its calls' tasks reports: the step wrote its turns."""
+        drafts = self.by_thread.get(thread)
+        if drafts and any(node not in {d.name for d in drafts.values()} for node in nodes):
+            self.by_thread.pop(thread, None)
+
+    def end(self, thread: str) -> None:
+        """Forget a thread's drafts: its run ended."""
+        self.by_thread.pop(thread, None)
+
+    def of(self, thread: str, landed: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """Return the thread's drafts with text, oldest first, for the page; ``landed`` holds tasks whose reply
+        the page shows already."""
+        gone = set(landed)
+        return [
+            {"task": d.task, "who": d.who, "kind": d.kind, "text": text, "done": d.done}
+            for d in sorted(self.by_thread.get(thread, {}).values(), key=lambda d: d.since)
+            if d.task not in gone and (text := d.shown())
+        ]

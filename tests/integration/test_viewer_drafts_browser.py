@@ -1,0 +1,61 @@
+"""In Debian's Chromium: a debate this server runs shows each agent's reply as it is written, without a reload.
+
+The page's script polls the debate's small state record, which carries what the run's calls have written so far;
+each draft grows in place (as text) and gives way to the landed reply when its call ends.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_viewer_stop_browser import text, until
+from tests.support.browser import chromium, missing, screenshot, served
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(missing() is not None, reason=missing() or ""),
+]
+DRAFTS = "return Array.from(document.querySelectorAll('#drafts [data-draft] .text')).map(e => e.textContent)"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[str]:
+    with served(tmp_path / "debates.sqlite") as url:
+        yield url
+
+
+def test_a_reply_grows_on_the_page_as_it_is_written_then_lands(site: str) -> None:
+    with chromium() as browser:
+        browser.get(site + "/new")
+        for name, value in (
+            ("problem", "Pick a session cache"),
+            ("model", "fake:latency_ms=6000,words=150"),
+            ("agents", "kiss,testing"),
+            ("rounds", "1"),
+            ("thread_id", "drafted"),
+        ):
+            browser.find_element("id", name).send_keys(value)
+        browser.find_element("css selector", ".start-form button.primary").click()
+        until(lambda: browser.current_url.endswith("/debates/drafted"))
+        browser.execute_script("window.__sameLoad = true")
+        lengths: list[int] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(set(lengths)) < 3:
+            drafts: Any = browser.execute_script(DRAFTS)
+            if drafts:
+                lengths.append(max(len(d) for d in drafts))
+            time.sleep(0.1)
+        assert len(set(lengths)) >= 3 and lengths == sorted(lengths), lengths
+        assert "being written" in text(browser)
+        screenshot(browser, "drafts")
+        assert browser.execute_script(
+            "return window.__sameLoad === true"
+        )  # drawn in place, not reloaded
+        until(lambda: "proposal by kiss, landed" in text(browser) or "critique" in text(browser))
+        until(lambda: "Verdict" in text(browser), seconds=120)
+        assert browser.execute_script(DRAFTS) == []

@@ -1,0 +1,188 @@
+"""A debate this server runs shows each call's text as its model writes it, before the reply lands.
+
+The viewer's runs stream LangGraph's ``messages`` mode: each model call's tokens become a draft on the page (plain
+text; a structured reply's prose field read from its tool call's arguments as far as they have come), replaced by
+the landed reply when the call ends. A streamed request is charged as the provider bills it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessageChunk
+from langgraph.checkpoint.memory import InMemorySaver
+from starlette.testclient import TestClient
+
+from debate_engine import Context, compile_debate
+from debate_engine.app.viewer import create_app
+from debate_engine.app.viewer.drafts import Drafts, task_of
+from debate_engine.config.settled import settle
+from tests.support.openai_server import serving
+from tests.test_viewer_actions import text_of
+
+NS = "propose:1f2e|model_call:{}"
+
+
+def chunk(text: str = "", args: str | None = None, id: str = "run-1", last: bool = False) -> Any:
+    calls = [{"name": "Contribution" if args == "" else None, "args": args, "index": 0}]
+    return AIMessageChunk(
+        content=text,
+        id=id,
+        tool_call_chunks=calls if args is not None else [],
+        chunk_position="last" if last else None,
+    )
+
+
+def meta(task: str, agent: str = "kiss", kind: str = "proposal") -> dict[str, Any]:
+    return {"langgraph_checkpoint_ns": NS.format(task), "agent_id": agent, "kind": kind}
+
+
+def test_a_drafts_text_is_its_chunks_and_a_tool_calls_prose_is_read_as_far_as_it_has_come() -> None:
+    drafts = Drafts()
+    drafts.add("t", chunk("Use a "), meta("a"))
+    drafts.add("t", chunk("queue."), meta("a"))
+    drafts.add("t", chunk(args=""), meta("b", "testing"))
+    drafts.add("t", chunk(args='{"reply": "Shard the'), meta("b", "testing"))
+    shown = {d["who"]: d for d in drafts.of("t")}
+    assert shown["kiss"]["text"] == "Use a queue." and shown["kiss"]["kind"] == "proposal"
+    assert shown["testing"]["text"] == "Shard the" and not shown["testing"]["done"]
+    drafts.add("t", chunk(args=' lock.", "position": "shard'), meta("b", "testing"))
+    drafts.add("t", chunk(last=True), meta("b", "testing"))
+    testing = next(d for d in drafts.of("t") if d["who"] == "testing")
+    assert testing["text"] == "Shard the lock." and testing["done"]
+
+
+def test_a_tool_call_without_its_prose_yet_shows_no_draft_and_a_retry_starts_the_draft_again() -> (
+    None
+):
+    drafts = Drafts()
+    drafts.add("t", chunk(args='{"rea'), meta("a"))
+    drafts.add("t", chunk(args='{"position": "x"'), meta("b"))
+    assert drafts.of("t") == []
+    drafts.add("t", chunk("A first try", id="run-1"), meta("c"))
+    drafts.add("t", chunk("The retry", id="run-2"), meta("c"))
+    assert [d["text"] for d in drafts.of("t")] == ["The retry"]
+
+
+def test_drafts_go_when_their_reply_lands_when_the_step_reports_and_when_the_run_ends() -> None:
+    drafts = Drafts()
+    drafts.add("t", chunk("one"), meta("a"))
+    drafts.add("t", chunk("two", id="run-2"), meta("b", "testing"))
+    drafts.add("u", chunk("other thread"), meta("c"))
+    assert [d["text"] for d in drafts.of("t", landed=["a"])] == ["two"]
+    drafts.updated("t", ["model_call"])  # a call's own update: the others still write
+    assert len(drafts.of("t")) == 2
+    drafts.updated("t", ["propose"])  # the phase wrote its turns
+    assert drafts.of("t") == [] and len(drafts.of("u")) == 1
+    drafts.end("u")
+    assert drafts.of("u") == []
+
+
+def test_a_model_called_outside_a_task_makes_no_draft_and_a_long_draft_shows_its_end() -> None:
+    drafts = Drafts()
+    drafts.add("t", chunk("node's own call"), {"langgraph_checkpoint_ns": "synthesize:9a"})
+    assert drafts.of("t") == []
+    assert task_of("propose:1|model_call:abc") == ("model_call", "abc")
+    drafts.add("t", chunk("x" * 30_000 + "END"), meta("a"))
+    (long,) = drafts.of("t")
+    assert long["text"].endswith("END") and len(long["text"]) == 20_000
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> Path:
+    """Write a team of a fast agent and one that writes its reply over four seconds (half its latency)."""
+    path = tmp_path / "team.json"
+    agents = [
+        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
+        {"id": "slow", "role": "architect", "model": "fake:latency_ms=8000,words=120"},
+    ]
+    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(str(tmp_path / "debates.sqlite"))) as client:
+        yield client
+
+
+def test_a_slow_agents_proposal_shows_as_it_is_written_then_as_it_landed(
+    client: TestClient, team: Path
+) -> None:
+    context = Context(config_file=str(team))
+    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
+    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    seen: list[str] = []
+    drawn = 0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answer = client.get("/debates/t/state")
+        state = (
+            answer.json() if answer.status_code == 200 else {}
+        )  # 404 until the debate is taken in
+        slow = [
+            d["text"]
+            for d in state.get("drafts", [])
+            if (d["who"], d["kind"]) == ("slow", "proposal")
+        ]
+        if slow and (not seen or slow[0] != seen[-1]):
+            seen.append(slow[0])
+            live = text_of(client.get("/debates/t/live").text)
+            if "Working now: propose" in live and "At work: slow" in live:  # the page draws it too
+                drawn += 1
+                assert "proposal by slow, being written" in live
+        if seen and state.get("turns", 0) >= 2:  # both proposals are in the transcript
+            break
+        time.sleep(0.05)
+    store: Any = client.app.state.store  # type: ignore[attr-defined]
+    loaded = client.portal.call(store.load, "t")  # type: ignore[union-attr]
+    turns = loaded.values["transcript"]
+    landed = next(t["content"] for t in turns if (t["speaker"], t["kind"]) == ("slow", "proposal"))
+    assert len(seen) >= 3 and drawn >= 1, (
+        seen
+    )  # it grew piece by piece, each seen before the reply landed
+    assert all(len(a) < len(b) for a, b in zip(seen, seen[1:], strict=False))
+    assert landed.startswith(seen[0]) and len(seen[0]) < len(landed)
+    assert "proposal by slow, being written" not in text_of(client.get("/debates/t/live").text)
+
+
+def test_a_streamed_structured_reply_drafts_its_prose_and_is_charged_as_billed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Against the loopback OpenAI server, whose tool-call arguments stream in pieces as the real API's do."""
+    with serving(monkeypatch, words=30) as server:
+        graph = compile_debate(checkpointer=InMemorySaver())
+        context = Context(model="openai:gpt-4o-mini", rounds=1, agents="kiss,testing")
+        drafts, prose = Drafts(), {}
+
+        async def run() -> None:
+            stream = graph.astream(
+                {"problem": "Pick a queue"},
+                {"configurable": {"thread_id": "t"}},
+                context=context,
+                stream_mode=["updates", "messages"],
+            )
+            async for mode, event in stream:
+                if mode == "messages":
+                    drafts.add("t", *event)
+                    prose.update({(d["who"], d["kind"]): d["text"] for d in drafts.of("t")})
+                else:
+                    drafts.updated("t", event)
+
+        asyncio.run(run())
+        values = graph.get_state({"configurable": {"thread_id": "t"}}).values
+        bodies = [r["body"] for r in server.requests if isinstance(r.get("body"), dict)]
+        assert bodies and all(b.get("stream") for b in bodies)
+        assert all((b.get("stream_options") or {}).get("include_usage") for b in bodies)
+    turns = {(t["speaker"], t["kind"]): t["content"] for t in values["transcript"]}
+    for key in [("kiss", "proposal"), ("testing", "refinement")]:
+        assert prose[key] == turns[key], key  # the draft's last text is the reply's prose, whole
+    total = values["spend"]["total"]
+    assert total["input_tokens"] + total["output_tokens"] == server.usage_total()
