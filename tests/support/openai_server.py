@@ -285,7 +285,8 @@ class _Handler(BaseHTTPRequestHandler):
         deltas: list[dict[str, Any]] = [
             {"role": "assistant", "content": None if "tool_calls" in message else ""}
         ]
-        if "tool_calls" in message:  # as the real API: the call's name first, then its arguments in pieces
+        if "tool_calls" in message:
+            # as the real API streams a call: its name first, then its arguments in pieces
             call = message["tool_calls"][0]
             args = call["function"]["arguments"]
             first = {**call, "function": {**call["function"], "arguments": ""}}
