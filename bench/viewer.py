@@ -12,7 +12,10 @@ log is extended by ``update_state`` (as its last node, so nothing runs again), i
 turns; a real debate's checkpoints copied under 1,000 thread ids. The live
 page's update delay is each turn's appearance in the open page (a mutation
 observer's clock) minus the time its record was made in the process running
-the debate (``created_at``), on the same machine. Nothing asserts on time.
+the debate (``created_at``), on the same machine. A debate started from the
+page (so the server runs it and streams its calls) is timed from its form's
+sending to the first words of a reply on the page and to the first whole reply:
+their ratio is what streaming saves a reader. Nothing asserts on time.
 """
 
 from __future__ import annotations
@@ -174,6 +177,50 @@ def live_delays(folder: Path) -> list[float]:
     ]
 
 
+DRAFTED = """
+window.__drafted = null; window.__landed = null;
+const look = () => {
+  if (window.__drafted === null && [...document.querySelectorAll('#drafts [data-draft] .text')]
+      .some(e => e.textContent)) window.__drafted = Date.now();
+  if (window.__landed === null && document.querySelector('#live [data-task], #live [data-seq]'))
+    window.__landed = Date.now();
+};
+look();
+new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
+"""
+DRAFT_MODEL = "fake:latency_ms=4000,words=150"
+
+
+def draft_delays(folder: Path) -> tuple[float, float] | None:
+    """Return milliseconds from a debate's start (its form sent) to its first words and to its first reply shown.
+
+    The debate is started from the page, so this server runs it and streams its calls' text.
+    """
+    with served(folder / "drafts.sqlite") as site, chromium() as driver:
+        driver.get(site + "/new")
+        for name, value in (
+            ("problem", "Pick a lock"),
+            ("model", DRAFT_MODEL),
+            ("agents", "kiss,testing"),
+            ("rounds", "1"),
+            ("thread_id", "drafted"),
+        ):
+            driver.find_element("id", name).send_keys(value)
+        sent = time.time() * 1000
+        driver.find_element("css selector", ".start-form button.primary").click()
+        deadline = time.monotonic() + 60
+        while not driver.current_url.endswith("/debates/drafted"):
+            assert time.monotonic() < deadline, "the debate's page never opened"
+            time.sleep(0.02)
+        driver.execute_script(DRAFTED)
+        while time.monotonic() < deadline:
+            drafted, landed = driver.execute_script("return [window.__drafted, window.__landed]")
+            if drafted and landed:
+                return drafted - sent, landed - sent
+            time.sleep(0.05)
+    return None
+
+
 def _first_unseen(seen: dict[str, float]) -> int:
     """Return the first turn that appeared after the page was opened (those before were there at load)."""
     first = min(seen.values())
@@ -228,4 +275,16 @@ def bench_viewer(folder: Path, quick: bool = False) -> None:
                     f"{delays[-1]:.0f}",
                 ]
             ],
+        )
+    shown = draft_delays(folder)
+    if shown:
+        drafted, landed = shown
+        table(
+            [
+                "a run of this server: start -> shown",
+                "first words (ms)",
+                "first reply (ms)",
+                "words / reply",
+            ],
+            [[DRAFT_MODEL, f"{drafted:.0f}", f"{landed:.0f}", x(drafted / landed)]],
         )
