@@ -188,13 +188,21 @@ def test_a_waiting_debates_file_says_what_it_waits_on_and_offers_no_form(
     loaded = Loaded("v1", made["briefed"], [])
     now = {"checkpoint": "v1", "status": WAITING, "phase": "turn", "round": 4, "failed": None}
     now |= {"where": "round 4/4, after turn", "turns": 4}
-    context = {"thread": "waits", "now": now, "questions": [("q1", question)], "tree": None}
+    asks = {
+        "type": "clarify",
+        "questions": [{"agent_id": "kiss", "questions": ["Which region?", "What load?"]}],
+    }
+    context = {"thread": "waits", "now": now, "tree": None}
+    context["questions"] = [("q1", question), ("q2", asks)]
     context |= {"settings": {}, **pages.live_part(loaded, 1, now, whole=True)}
     html = shared_page(environment(), loaded, context)
     self_contained(html)
-    assert "the debate waited on 1 question: answer in debate serve or the terminal" in text_of(
+    assert "the debate waited on 2 questions: answer in debate serve or the terminal" in text_of(
         html
     )
+    assert f"alice, a message: Speak {SCRIPT}" in text_of(html)  # each question, escaped
+    assert SCRIPT not in html and "<form" not in html
+    assert "kiss asks: Which region?" in text_of(html) and "kiss asks: What load?" in text_of(html)
 
 
 @pytest.mark.parametrize(
