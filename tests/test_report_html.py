@@ -189,7 +189,6 @@ def test_a_waiting_debates_file_says_what_it_waits_on_and_offers_no_form(
     now = {"checkpoint": "v1", "status": WAITING, "phase": "turn", "round": 4, "failed": None}
     now |= {"where": "round 4/4, after turn", "turns": 4}
     asks = {
-        "type": "clarify",
         "questions": [{"agent_id": "kiss", "questions": ["Which region?", "What load?"]}],
     }
     context = {"thread": "waits", "now": now, "tree": None}
