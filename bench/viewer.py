@@ -21,6 +21,7 @@ their ratio is what streaming saves a reader. Nothing asserts on time.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import sqlite3
 import time
@@ -189,18 +190,20 @@ look();
 new MutationObserver(look).observe(document.body, {childList: true, subtree: true, characterData: true});
 """
 DRAFT_MODEL = "fake:latency_ms=4000,words=150"
+EMBEDDED = "local:smollm2"
+"""Timed too where it is installed (``make install-local``): a real model's first words."""
 
 
-def draft_delays(folder: Path) -> tuple[float, float] | None:
+def draft_delays(folder: Path, model: str = DRAFT_MODEL) -> tuple[float, float] | None:
     """Return milliseconds from a debate's start (its form sent) to its first words and to its first reply shown.
 
     The debate is started from the page, so this server runs it and streams its calls' text.
     """
-    with served(folder / "drafts.sqlite") as site, chromium() as driver:
+    with served(folder / f"drafts-{model.split(':')[0]}.sqlite") as site, chromium() as driver:
         driver.get(site + "/new")
         for name, value in (
             ("problem", "Pick a lock"),
-            ("model", DRAFT_MODEL),
+            ("model", model),
             ("agents", "kiss,testing"),
             ("rounds", "1"),
             ("thread_id", "drafted"),
@@ -208,7 +211,7 @@ def draft_delays(folder: Path) -> tuple[float, float] | None:
             driver.find_element("id", name).send_keys(value)
         sent = time.time() * 1000
         driver.find_element("css selector", ".start-form button.primary").click()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 300
         while not driver.current_url.endswith("/debates/drafted"):
             assert time.monotonic() < deadline, "the debate's page never opened"
             time.sleep(0.02)
@@ -276,9 +279,9 @@ def bench_viewer(folder: Path, quick: bool = False) -> None:
                 ]
             ],
         )
-    shown = draft_delays(folder)
+    models = [DRAFT_MODEL] + ([EMBEDDED] if importlib.util.find_spec("llama_cpp") else [])
+    shown = [(m, found) for m in models if (found := draft_delays(folder, m))]
     if shown:
-        drafted, landed = shown
         table(
             [
                 "a run of this server: start -> shown",
@@ -286,5 +289,5 @@ def bench_viewer(folder: Path, quick: bool = False) -> None:
                 "first reply (ms)",
                 "words / reply",
             ],
-            [[DRAFT_MODEL, f"{drafted:.0f}", f"{landed:.0f}", x(drafted / landed)]],
+            [[m, f"{d:.0f}", f"{landed:.0f}", x(d / landed)] for m, (d, landed) in shown],
         )
