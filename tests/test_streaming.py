@@ -73,9 +73,12 @@ def test_messages_carry_agent_and_phase_and_the_summarizer_stays_silent() -> Non
     chunks = list(graph.stream({"problem": "p"}, config, context=LONG, stream_mode="messages"))
     values = graph.get_state(config).values
     assert values["summary_log"], "the debate must summarize for this test to mean anything"
-    tagged = [(meta.get("agent_id"), meta.get("phase"), meta.get("round")) for _, meta in chunks]
+    # the fake streams each reply in pieces of one message, as a real model does: one message per turn
+    assert len(chunks) > len(values["transcript"])
+    messages = {message.id: meta for message, meta in chunks}
+    tagged = [(m.get("agent_id"), m.get("phase"), m.get("round")) for m in messages.values()]
     assert all(agent and phase for agent, phase, _ in tagged), tagged
-    # one message per turn: the summary calls (tagged nostream) add none
+    # the summary calls (tagged nostream) add none
     assert sorted(tagged, key=str) == sorted(
         [(t["speaker"], PHASE[t["kind"]], t["round"]) for t in values["transcript"]], key=str
     )
@@ -101,12 +104,14 @@ def test_astream_gives_the_same_events_and_messages() -> None:
         graph = compile_debate()
         config = {"configurable": {"thread_id": "a"}}
         custom, messages = [], []
+        seen: set[str] = set()
         async for mode, chunk in graph.astream(
             {"problem": "p"}, config, context=context, stream_mode=["custom", "messages"]
         ):
             if mode == "custom":
                 custom.append(chunk["event"])
-            else:
+            elif chunk[0].id not in seen:  # a reply streams in pieces of one message
+                seen.add(chunk[0].id)
                 messages.append((chunk[1]["agent_id"], chunk[1]["phase"]))
         return custom, messages, (await graph.aget_state(config)).values
 
