@@ -458,15 +458,28 @@ async def aask(request: Request) -> Answer:
     """Return the async twin of :func:`ask`: cancellable while a request is in flight or waits to be retried."""
     clock = _Clock(request.timeout_s)
     policy = _policy(request, clock)
-    step = next(policy)
-    while True:
+    step: Step | Answer = next(policy)
+    while isinstance(step, Step):
         if step.wait_s > 0:
             await asyncio.sleep(step.wait_s)
-        try:
-            step = policy.send(await _async_once(request, step.spec, step.structured, clock))
-        except StopIteration as done:
-            answer: Answer = done.value
-            return answer
+        result = await _async_once(request, step.spec, step.structured, clock)
+        if store_blocks() and rate_limited(
+            result.failure
+        ):  # the policy pauses the model in the shared store
+            step = await asyncio.to_thread(_advance, policy, result)
+        else:
+            step = _advance(policy, result)
+    return step
+
+
+def _advance(policy: Generator[Step, _Result, Answer], result: _Result) -> Step | Answer:
+    """Return the policy's next step after ``result``, or its answer (a generator's return, which no thread can
+    hand back as StopIteration)."""
+    try:
+        return policy.send(result)
+    except StopIteration as done:
+        answer: Answer = done.value
+        return answer
 
 
 async def _async_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:

@@ -255,3 +255,32 @@ def test_a_call_failing_only_on_the_limiter_is_a_rate_limit_failure_nothing_sent
     assert server.requests == []
     (attempt,) = failed.value.attempts
     assert "RateLimited" in (attempt["error"] or "") and attempt["usage"] is None
+
+
+def test_the_async_road_reaches_a_blocking_store_only_from_threads_through_429s(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A shared store (SQLite here, PostgreSQL for a worker) is reached by blocking round trips: the async
+    road makes them from threads, the 429's pauses included, so the event loop serves the other calls."""
+    store = open_store(str(tmp_path / "debates.sqlite"))
+    on_loop: list[str] = []
+
+    def watched(name: str, method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                asyncio.get_running_loop()
+                on_loop.append(name)
+            except RuntimeError:
+                pass
+            return method(*args, **kwargs)
+
+        return call
+
+    for name in ("pause", "reserve", "adjust", "floor", "note_wait"):
+        monkeypatch.setattr(store, name, watched(name, getattr(store, name)))
+    with serving(monkeypatch) as server, limits.sharing(store):
+        server.retry_after = 0.05
+        server.faults.extend(["429"] * 3)
+        answer = asyncio.run(aask(ASK))
+    assert [a["outcome"] for a in answer.attempts] == ["failed"] * 3 + ["ok"]
+    assert on_loop == []
