@@ -96,12 +96,14 @@ class PostgresBuckets:
         self, takes: Sequence[Take], pause: str, most_wait_s: float, now: float
     ) -> tuple[float, bool]:
         """Return when the request may be sent (this machine's time), and whether it was taken (within
-        ``most_wait_s``). It is counted from when its rows are locked, not from when it asked."""
+        ``most_wait_s``). The wait is counted from when it asked (``now``): a wait for another worker's lock on
+        the rows is part of it, and a request whose deadline passed meanwhile is not taken."""
         with self._transaction() as (conn, ahead):
             levels = _locked_levels(conn, takes)
-            held_at = max(now - ahead, self._server_now(conn))
+            asked_at = now - ahead  # on the server's clock
+            held_at = max(asked_at, self._server_now(conn))
             send, after = plan(levels, takes, _paused_until(conn, pause), held_at)
-            taken = send - held_at <= most_wait_s
+            taken = send - asked_at <= most_wait_s
             if taken and after:
                 conn.cursor().executemany(UPSERT, [(n, lv, at) for n, (lv, at) in after.items()])
         return send + ahead, taken

@@ -182,3 +182,34 @@ def test_a_worker_killed_mid_take_or_holding_a_reservation_leaks_nothing(url: st
         assert alive.reserve([(bucket, 1.0)], "p", 60.0, clock[0]) == (clock[0], True)
     finally:
         alive.close()
+
+
+def test_a_take_that_waited_for_another_workers_lock_past_its_deadline_is_not_taken(
+    url: str,
+) -> None:
+    """The wait for the rows is part of the request's wait: counted from when it asked, not from the lock."""
+    bucket = Bucket("m:requests", "requests", 4.0, 2.0)
+    store = PostgresBuckets(url)
+    try:
+        assert store.reserve([(bucket, 1.0)], "p", 60.0, time.time())[1]  # the row exists
+        holder = psycopg.connect(url, autocommit=True)
+        holder.execute("BEGIN")
+        holder.execute(
+            "SELECT * FROM debate_rate_buckets WHERE name = %s FOR UPDATE", (bucket.name,)
+        )
+        got: list[Any] = []
+        asked = time.time()
+        taking = threading.Thread(
+            target=lambda: got.append(store.reserve([(bucket, 1.0)], "p", 0.5, asked))
+        )
+        taking.start()
+        time.sleep(1.5)  # the other worker holds the row past the request's half-second
+        holder.execute("ROLLBACK")
+        holder.close()
+        taking.join(timeout=30)
+        assert got and got[0][1] is False, got
+        assert store.reserve([(bucket, 1.0)], "p", 0.5, time.time())[
+            1
+        ]  # nothing taken by the late one
+    finally:
+        store.close()
