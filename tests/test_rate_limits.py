@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -163,6 +165,37 @@ def test_processes_sharing_a_database_draw_on_one_bucket_and_see_one_pause(tmp_p
     assert two.reserve([(bucket, 1.0)], "p", 60.0, 100.0) == (100.5, True)  # after the other's two
     two.pause("p", 130.0)
     assert one.reserve([], "p", 60.0, 110.0) == (130.0, True)
+
+
+def test_a_take_that_waited_for_another_processs_lock_past_its_deadline_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    """The wait for the database's write lock is part of the request's wait, counted from when it asked."""
+    clock = [100.0]
+    path = str(tmp_path / "d.sqlite")
+    store, bucket = (
+        SqliteBuckets(path, clock=lambda: clock[0]),
+        Bucket("m:requests", "requests", 4.0, 2.0),
+    )
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process's take, holding the lock
+    got: list[tuple[float, bool]] = []
+    taking = threading.Thread(
+        target=lambda: got.append(store.reserve([(bucket, 1.0)], "p", 0.5, 100.0))
+    )
+    taking.start()
+    time.sleep(0.3)
+    assert not got, "the take did not wait for the lock"
+    clock[0] = 101.5  # the lock is let go past the request's half-second
+    holder.execute("COMMIT")
+    taking.join(timeout=30)
+    assert got == [(101.5, False)]
+    assert store.reserve([(bucket, 1.0)], "p", 0.5, 101.5) == (
+        101.5,
+        True,
+    )  # the late one took nothing
+    holder.close()
+    store.close()
 
 
 # --- stated once: the file, the context, the flag ----------------------------------------------------------------

@@ -83,8 +83,8 @@ class SqliteBuckets:
     ) -> tuple[float, bool]:
         """Return when the request may be sent, and whether it was taken (within ``most_wait_s``).
 
-        It is counted from when this process holds the database's write lock, not from when it asked for it:
-        another process's take may have come first.
+        It is counted from when it asked (``now``): a wait for another process's write lock is part of it, so a
+        request whose deadline passed meanwhile is not taken; its turn comes after the takes that held the lock.
         """
         if not takes:  # only the pause to read: no write lock
             with self._lock:
@@ -94,7 +94,7 @@ class SqliteBuckets:
         with self._transaction() as conn:
             held_at = max(now, self.clock())
             send, after = plan(_levels(conn, takes), takes, _paused_until(conn, pause), held_at)
-            taken = send - held_at <= most_wait_s
+            taken = send - now <= most_wait_s
             if taken:
                 conn.executemany(UPSERT, [(n, level, at) for n, (level, at) in after.items()])
         return send, taken
