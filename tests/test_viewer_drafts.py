@@ -65,9 +65,35 @@ def test_a_tool_call_without_its_prose_yet_shows_no_draft_and_a_retry_starts_the
     drafts.add("t", chunk(args='{"rea'), meta("a"))
     drafts.add("t", chunk(args='{"position": "x"'), meta("b"))
     assert drafts.of("t") == []
-    drafts.add("t", chunk("A first try", id="run-1"), meta("c"))
-    drafts.add("t", chunk("The retry", id="run-2"), meta("c"))
+    drafts.add("t", chunk("A first try", id="run-b"), meta("c"))
+    drafts.add(
+        "t", chunk("The retry", id="run-a"), meta("c")
+    )  # a new message, whatever its id's order
     assert [d["text"] for d in drafts.of("t")] == ["The retry"]
+
+
+def test_chunks_of_one_message_grow_one_draft_whatever_objects_their_ids_are() -> None:
+    drafts = Drafts()
+    for piece in ("One ", "message, ", "many chunks."):
+        # a provider's stream parses each chunk's id afresh: equal strings, distinct objects
+        drafts.add("t", chunk(piece, id="".join(["chatcmpl-", "42"])), meta("a"))
+    assert [d["text"] for d in drafts.of("t")] == ["One message, many chunks."]
+
+
+def test_a_tool_calls_prose_wins_over_text_written_before_it_and_content_blocks_are_read() -> None:
+    drafts = Drafts()
+    drafts.add("t", chunk("Let me think. "), meta("a"))
+    drafts.add("t", chunk(args='{"rea'), meta("a"))
+    assert [d["text"] for d in drafts.of("t")] == ["Let me think. "]  # no prose in the call yet
+    drafts.add("t", chunk(args='son": "r", "reply": "Use a queue'), meta("a"))
+    assert [d["text"] for d in drafts.of("t")] == ["Use a queue"]  # what the reply will hold
+    blocks: Any = [
+        {"type": "text", "text": "Shard "},
+        {"type": "reasoning", "reasoning": "hm"},
+        "it.",
+    ]
+    drafts.add("t", AIMessageChunk(content=blocks, id="run-9"), meta("b", "testing"))
+    assert [d["text"] for d in drafts.of("t") if d["who"] == "testing"] == ["Shard it."]
 
 
 def test_drafts_go_when_their_reply_lands_when_the_step_reports_and_when_the_run_ends() -> None:

@@ -49,11 +49,23 @@ class Draft:
     done: bool = False
 
     def shown(self) -> str:
-        """Return the prose written so far: the text, else the ``reply`` field of the arguments so far."""
-        prose = "".join(self.text)
-        if not prose and self.args:
-            prose = _prose("".join(self.args))
-        return prose[-SHOWN_CHARS:]
+        """Return the prose written so far: the ``reply`` field of the tool call's arguments once it has begun
+        (what the reply will hold), else the text."""
+        prose = _prose("".join(self.args)) if self.args else ""
+        return (prose or "".join(self.text))[-SHOWN_CHARS:]
+
+
+def text_of(content: Any) -> str:
+    """Return a chunk's text: a string, or the text blocks of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b if isinstance(b, str) else str(b.get("text") or "")
+            for b in content
+            if isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text")
+        )
+    return ""
 
 
 def _prose(arguments: str) -> str:
@@ -88,8 +100,8 @@ class Drafts:
         if draft is None or draft.message != chunk.id:
             who = str(meta.get("agent_id") or meta.get("langgraph_node", "the model"))
             draft = drafts[task] = Draft(task, name, who, str(meta.get("kind", "")), chunk.id)
-        if isinstance(chunk.content, str) and chunk.content:
-            draft.text.append(chunk.content)
+        if text := text_of(chunk.content):
+            draft.text.append(text)
         for piece in getattr(chunk, "tool_call_chunks", None) or []:
             draft.args.append(piece.get("args") or "")
         if getattr(chunk, "chunk_position", None) == "last":
