@@ -22,6 +22,7 @@ from starlette.testclient import TestClient
 from debate_engine import Context, compile_debate
 from debate_engine.app.viewer import create_app
 from debate_engine.app.viewer.drafts import Drafts, task_of
+from debate_engine.app.viewer.running import STREAMED
 from debate_engine.config.settled import settle
 from tests.support.openai_server import serving
 from tests.test_viewer_actions import text_of
@@ -96,18 +97,82 @@ def test_a_tool_calls_prose_wins_over_text_written_before_it_and_content_blocks_
     assert [d["text"] for d in drafts.of("t") if d["who"] == "testing"] == ["Shard it."]
 
 
-def test_drafts_go_when_their_reply_lands_when_the_step_reports_and_when_the_run_ends() -> None:
+def ended(task: str, name: str = "model_call", **result: Any) -> dict[str, Any]:
+    """Return a ``tasks`` stream event of a task's end."""
+    reply = {"agent_id": "kiss", "kind": "proposal", "content": "x", **result}
+    return {"id": task, "name": name, "error": None, "result": {"__return__": reply}}
+
+
+NODES = ("propose", "critique", "summarize")
+
+
+def test_an_answered_calls_draft_stays_done_a_failed_ones_goes_and_a_nodes_end_clears_them() -> (
+    None
+):
     drafts = Drafts()
-    drafts.add("t", chunk("one"), meta("a"))
-    drafts.add("t", chunk("two", id="run-2"), meta("b", "testing"))
-    drafts.add("u", chunk("other thread"), meta("c"))
-    assert [d["text"] for d in drafts.of("t", landed=["a"])] == ["two"]
-    drafts.updated("t", ["model_call"])  # a call's own update: the others still write
-    assert len(drafts.of("t")) == 2
-    drafts.updated("t", ["propose"])  # the phase wrote its turns
+    for task, who in (("a", "kiss"), ("b", "testing"), ("c", "security")):
+        drafts.add("t", chunk(f"{who} writes", id=f"run-{task}"), meta(task, who))
+    drafts.add("u", chunk("other thread"), meta("z"))
+    assert [d["text"] for d in drafts.of("t", landed=["a"])] == [
+        "testing writes",
+        "security writes",
+    ]
+    drafts.take(
+        "t", "tasks", {"id": "a", "name": "model_call", "input": None, "triggers": []}, NODES
+    )
+    assert not any(d["done"] for d in drafts.of("t"))  # a task starting changes nothing
+    drafts.take("t", "tasks", ended("a"), NODES)
+    drafts.take("t", "tasks", ended("b", failed=True), NODES)  # a failed call: no reply will land
+    drafts.take("t", "tasks", {"id": "c", "name": "model_call", "error": "boom"}, NODES)
+    assert [(d["who"], d["done"]) for d in drafts.of("t")] == [("kiss", True)]
+    drafts.take("t", "tasks", ended("s", "summary_call"), NODES)  # a summary beside the calls
+    assert len(drafts.of("t")) == 1
+    drafts.take("t", "updates", {"model_call": {}}, NODES)
+    assert len(drafts.of("t")) == 1
+    drafts.take("t", "tasks", ended("p", "propose"), NODES)  # the phase wrote its turns
     assert drafts.of("t") == [] and len(drafts.of("u")) == 1
-    drafts.end("u")
+    drafts.take("u", "updates", {"__interrupt__": ()}, NODES)  # a person is asked
     assert drafts.of("u") == []
+
+
+def streamed(graph: Any, context: Any, seen: Any) -> None:
+    """Run a debate streaming as the viewer's runs do, feeding its drafts; ``seen(drafts)`` after each event."""
+    drafts = Drafts()
+
+    async def run() -> None:
+        config: Any = {"configurable": {"thread_id": "t"}}
+        problem = {"problem": "Pick a queue"}
+        async for mode, event in graph.astream(
+            problem, config, context=context, stream_mode=STREAMED
+        ):
+            drafts.take("t", mode, event, graph.nodes)
+            seen(drafts)
+
+    asyncio.run(run())
+
+
+def test_a_summary_ending_mid_phase_leaves_every_draft_whole() -> None:
+    """Summaries run as tasks beside a phase's calls: their end must not cut a draft back to its tail."""
+    graph = compile_debate(checkpointer=InMemorySaver())
+    context = Context(
+        model="fake:words=200,latency_ms=200",
+        agents="architect,security",
+        rounds=3,
+        summary_threshold=1500,
+    )
+    texts: dict[str, list[str]] = {}
+
+    def seen(drafts: Drafts) -> None:
+        for d in drafts.of("t"):
+            if texts.setdefault(d["task"], [d["text"]])[-1] != d["text"]:
+                texts[d["task"]].append(d["text"])
+
+    streamed(graph, context, seen)
+    values = graph.get_state({"configurable": {"thread_id": "t"}}).values
+    assert values["summary_log"], "the debate must summarize for this test to mean anything"
+    assert len(texts) >= 10 and sum(len(t) > 1 for t in texts.values()) >= 10
+    for task, grown in texts.items():
+        assert all(b.startswith(a) for a, b in zip(grown, grown[1:], strict=False)), (task, grown)
 
 
 def test_a_model_called_outside_a_task_makes_no_draft_and_a_long_draft_shows_its_end() -> None:
@@ -186,23 +251,12 @@ def test_a_streamed_structured_reply_drafts_its_prose_and_is_charged_as_billed(
     with serving(monkeypatch, words=30) as server:
         graph = compile_debate(checkpointer=InMemorySaver())
         context = Context(model="openai:gpt-4o-mini", rounds=1, agents="kiss,testing")
-        drafts, prose = Drafts(), {}
-
-        async def run() -> None:
-            stream = graph.astream(
-                {"problem": "Pick a queue"},
-                {"configurable": {"thread_id": "t"}},
-                context=context,
-                stream_mode=["updates", "messages"],
-            )
-            async for mode, event in stream:
-                if mode == "messages":
-                    drafts.add("t", *event)
-                    prose.update({(d["who"], d["kind"]): d["text"] for d in drafts.of("t")})
-                else:
-                    drafts.updated("t", event)
-
-        asyncio.run(run())
+        prose: dict[tuple[str, str], str] = {}
+        streamed(
+            graph,
+            context,
+            lambda drafts: prose.update({(d["who"], d["kind"]): d["text"] for d in drafts.of("t")}),
+        )
         values = graph.get_state({"configurable": {"thread_id": "t"}}).values
         bodies = [r["body"] for r in server.requests if isinstance(r.get("body"), dict)]
         assert bodies and all(b.get("stream") for b in bodies)

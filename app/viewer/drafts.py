@@ -9,21 +9,27 @@ structured reply streams the JSON of its tool call: the draft shows its prose
 field (``reply``) as far as it has come, parsed leniently. Drafts live in
 memory only: they are what the checkpoint will hold once the call ends, shown
 early; a run by another process shows its replies as they land instead. The
-drafts of a step go when any node other than a call reports its update (the
-phase wrote its turns), and all of a thread's when its run ends.
+run's ``tasks`` stream tells each call's end: a failed call's draft goes (it
+has no reply to land), an answered one's stays until the page shows the reply.
+Every draft of a thread goes when a node of the graph ends (the phase wrote its
+turns; a summary's task ending beside the calls is not one), when a person is
+asked, and when its run ends.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.utils.json import parse_partial_json
 
+INTERRUPT = "__interrupt__"
+RETURN = "__return__"
+"""Where a task's result holds what the task returned (a call's reply)."""
 PROSE = "reply"
 """The field of a debater's structured answer that holds its prose (``nodes.calls``)."""
 SHOWN_CHARS = 20_000
@@ -89,6 +95,17 @@ class Drafts:
     def __init__(self) -> None:
         self.by_thread: dict[str, dict[str, Draft]] = {}
 
+    def take(self, thread: str, mode: str, event: Any, nodes: Collection[str]) -> None:
+        """Take one event of a run's stream (``messages``, ``tasks`` or ``updates``); ``nodes`` are the graph's."""
+        if mode == "messages":  # a call's tokens, shown on its page as they come
+            self.add(thread, *event)
+        elif mode == "tasks":
+            self.settled(thread, event, nodes)
+        elif (
+            mode == "updates" and INTERRUPT in event
+        ):  # a person is asked: the step's calls have ended
+            self.end(thread)
+
     def add(self, thread: str, chunk: BaseMessage, meta: Mapping[str, Any]) -> None:
         """Add a streamed chunk to its call's draft (a chunk of a call no debater makes has no ``agent_id``)."""
         namespace = str(meta.get("langgraph_checkpoint_ns", ""))
@@ -107,14 +124,30 @@ class Drafts:
         if getattr(chunk, "chunk_position", None) == "last":
             draft.done = True
 
-    def updated(self, thread: str, nodes: Iterable[str]) -> None:
-        """Forget a thread's drafts once a node other than its calls' tasks reports: the step wrote its turns."""
+    def settled(self, thread: str, event: Mapping[str, Any], nodes: Collection[str]) -> None:
+        """Take a task's end (LangGraph's ``tasks`` stream): a call that failed has no reply to land, so its draft
+        goes; a call that answered keeps its draft until the page shows its reply. When one of the graph's
+        ``nodes`` ends (a phase wrote its turns, or a person is asked), every draft of the thread goes."""
+        if "result" not in event and "error" not in event:
+            return  # a task starting
         drafts = self.by_thread.get(thread)
-        if drafts and any(node not in {d.name for d in drafts.values()} for node in nodes):
+        if not drafts:
+            return
+        if event.get("name") in nodes:
             self.by_thread.pop(thread, None)
+            return
+        draft = drafts.get(str(event.get("id")))
+        if draft is None:
+            return
+        result = event.get("result")
+        reply = result.get(RETURN) if isinstance(result, Mapping) else None
+        if event.get("error") or (isinstance(reply, Mapping) and reply.get("failed")):
+            drafts.pop(draft.task, None)
+        else:
+            draft.done = True
 
     def end(self, thread: str) -> None:
-        """Forget a thread's drafts: its run ended."""
+        """Forget a thread's drafts: its run ended, or it asks a person."""
         self.by_thread.pop(thread, None)
 
     def of(self, thread: str, landed: Iterable[str] = ()) -> list[dict[str, Any]]:

@@ -43,6 +43,8 @@ from debate_engine.providers.secrets import redact
 
 LOG = logging.getLogger("debate.viewer")
 INTERRUPT = "__interrupt__"
+STREAMED: list[Any] = ["updates", "messages", "tasks"]
+"""What a run of this server streams: its updates, its calls' tokens (``drafts``) and its tasks' ends."""
 CONTROL_WRITES = frozenset({INTERRUPT, "__resume__", "__error__", "__error_source_node__"})
 """LangGraph's writes that say what happened to a task; any other write of a task is its output."""
 
@@ -228,13 +230,10 @@ class Runs:
                     payload,
                     config,
                     context=context,
-                    stream_mode=["updates", "messages"],
+                    stream_mode=STREAMED,
                     durability="sync",
                 ):
-                    if mode == "messages":  # a call's tokens, shown on its page as they come
-                        self.drafts.add(thread, *event)
-                    else:
-                        self.drafts.updated(thread, event)
+                    self.drafts.take(thread, mode, event, graph.nodes)
                 payload = await self._due(saver, thread, given)
                 if payload is None:
                     return
