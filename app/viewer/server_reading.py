@@ -13,6 +13,7 @@ reached in-process as the API reaches it (``runtime_checkpointer``).
 from __future__ import annotations
 
 import logging
+import os
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,6 +24,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from debate_engine.app.reports.standing import DONE, INTERRUPTED, RUNNING, WAITING, row_from
+from debate_engine.app.store.database import status_of
 from debate_engine.app.viewer.debate_rows import as_shown
 from debate_engine.app.viewer.reading import Loaded, remember
 
@@ -66,9 +68,14 @@ def asked_in(state: dict[str, Any]) -> list[Interrupt]:
 
 
 def runtime_checkpointer() -> BaseCheckpointSaver | None:
-    """Return the checkpointer of the server this runs in (``langgraph_runtime``, the API's own interface to
-    its runtime edition), or None where there is none to reach: the pages then show a step's replies when the
-    step ends."""
+    """Return the checkpointer of the server this runs in: the in-memory runtime's (``langgraph dev``), through
+    ``langgraph_runtime``, the API's own interface to its runtime edition. None on another edition or with a
+    checkpointer of the user's own (``LANGGRAPH_CHECKPOINTER``), where that one may not be the one used: the
+    pages then read through the API alone and show a step's replies when the step ends."""
+    if os.environ.get("LANGGRAPH_RUNTIME_EDITION") != "inmem" or os.environ.get(
+        "LANGGRAPH_CHECKPOINTER"
+    ):
+        return None  # another runtime, or a checkpointer of the user's own: the runtime's may not be the one used
     try:
         from langgraph_runtime.checkpoint import Checkpointer  # start-up: only inside the server
 
@@ -128,7 +135,18 @@ class ServerStore:
         return as_shown([r for t in await self._threads() if (r := server_row(t))])
 
     async def newest(self, thread: str) -> tuple[str | None, ListedStatus | None, bool]:
-        """Return a thread's newest version, its status record and whether it waits for answers."""
+        """Return a thread's newest version, its status record and whether it waits for answers.
+
+        With the server's checkpointer at hand, read as ``Store`` reads it: a small read that counts the
+        writes pending on the checkpoint, so that a page sees a reply land; else through the API.
+        """
+        if self.saver is not None:
+            found = await self.saver.aget_tuple({"configurable": {"thread_id": thread}})
+            if found is None:
+                return None, None, False
+            status, waiting = await status_of(self.saver, thread)
+            written = len(found.pending_writes or [])
+            return f"{found.config['configurable']['checkpoint_id']}+{written}", status, waiting
         state = await self._state(thread)
         if state is None or not state.get("checkpoint"):
             return None, None, False

@@ -136,7 +136,8 @@ def test_a_fast_agents_reply_shows_at_ui_while_the_slow_one_still_works(
     """The pages read the server's checkpointer itself: a finished call's reply shows before its phase ends."""
     team = tmp_path / "team.json"
     agents = [
-        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
+        # long enough for the pages to be read before its reply lands
+        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=1500"},
         {"id": "slow", "role": "architect", "model": "fake:latency_ms=60000,structured=false"},
     ]
     config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
@@ -148,14 +149,20 @@ def test_a_fast_agents_reply_shows_at_ui_while_the_slow_one_still_works(
     )
     try:
         deadline = time.monotonic() + 60
-        shown = ""
-        while (
-            "proposal by quick, landed" not in shown
-        ):  # a 404 page until the run's first checkpoint
+        shown, versions = "", set()
+        # a 404 page until the run's first checkpoint
+        while "proposal by quick, landed" not in shown:
             assert time.monotonic() < deadline, shown[:2000]
-            time.sleep(0.2)
-            shown = text_of(httpx.get(f"{server}/ui/debates/{thread}", timeout=30).text)
+            time.sleep(0.1)
+            state = httpx.get(f"{server}/ui/debates/{thread}/state", timeout=30)
+            # what an open page polls: it fetches its live part when this moves
+            if state.status_code == 200:
+                versions.add(state.json()["checkpoint"])
+            shown = text_of(httpx.get(f"{server}/ui/debates/{thread}/live", timeout=30).text)
         assert "At work: slow" in shown
         assert client.threads.get(thread)["status"] == "busy"  # the slow call is still out
+        now = httpx.get(f"{server}/ui/debates/{thread}/state", timeout=30).json()["checkpoint"]
+        setup = [v for v in versions if v.endswith("+0")]
+        assert setup and now not in setup, (versions, now)  # the reply's write moved the version
     finally:
         client.runs.cancel(thread, run["run_id"], wait=True)
