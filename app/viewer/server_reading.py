@@ -152,10 +152,10 @@ class ServerStore:
             return None, None, False
         asked = asked_in(state)
         values = state.get("values") or {}
-        status = values.get("status")
-        if status and values.get("forked_from"):
-            status = {**status, "forked_from": values["forked_from"]}
-        return f"{state['checkpoint']['checkpoint_id']}+{len(asked)}", status, bool(asked)
+        record = values.get("status")
+        if record and values.get("forked_from"):
+            record = {**record, "forked_from": values["forked_from"]}
+        return f"{state['checkpoint']['checkpoint_id']}+{len(asked)}", record, bool(asked)
 
     async def load(self, thread: str) -> Loaded | None:
         """Return a thread's whole state, kept until a newer checkpoint or question appears."""
