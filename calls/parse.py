@@ -56,7 +56,12 @@ def looks_cut(message: Any) -> bool:
 
     llama.cpp reports a tool call cut at ``max_tokens`` as ``finish_reason: "tool_calls"``.
     """
-    return any("{" in raw and _closing(raw, raw.index("{")) is None for raw in _raw_texts(message))
+    return any(unclosed(raw) for raw in _raw_texts(message))
+
+
+def unclosed(raw: str) -> bool:
+    """Whether ``raw`` opens a JSON object it never closes."""
+    return "{" in raw and _closing(raw, raw.index("{")) is None
 
 
 def json_object(text: str) -> dict[str, Any] | None:

@@ -50,12 +50,13 @@ from debate_engine.calls.limits import (
     store_blocks,
 )
 from debate_engine.calls.markers import messages
-from debate_engine.calls.parse import looks_cut, parse_structured
+from debate_engine.calls.parse import looks_cut, parse_structured, unclosed
 from debate_engine.calls.rate_records import RateLimits
 from debate_engine.calls.ratelimit_headers import headers_of
 from debate_engine.calls.retry import client_timeout, rate_limited, retry_wait
 from debate_engine.calls.schemas import tool_tokens
 from debate_engine.calls.slots import aslot, hold, slot_limit
+from debate_engine.calls.streamed import StreamedArguments, listened
 from debate_engine.calls.usage import counted_usage, usage_of
 from debate_engine.errors import ProviderError
 from debate_engine.memory.records import Usage
@@ -267,9 +268,16 @@ def _structured(model: BaseChatModel, schema: type[BaseModel]) -> Runnable[Any, 
 
 
 def _result(
-    request: Request, spec: str, structured: bool, out: Any, started: float, sent: bool = True
+    request: Request,
+    spec: str,
+    structured: bool,
+    out: Any,
+    started: float,
+    sent: bool = True,
+    streamed: list[str] | None = None,
 ) -> _Result:
-    """Classify what one request returned (a message, a structured dict or an error).
+    """Classify what one request returned (a message, a structured dict or an error); ``streamed`` holds a
+    streamed answer's raw tool-call arguments (``calls.streamed``), which show a cut its parsed message hides.
 
     A request abandoned at its deadline (the road's, or the client's own timeout) may still be answered, and
     billed, by the provider: it is charged as it may be billed (its prompt and its whole output allowance),
@@ -286,12 +294,16 @@ def _result(
     raw = out["raw"] if isinstance(out, dict) else out
     meta = getattr(raw, "response_metadata", None) or {}
     text = raw.text.strip() if raw is not None else ""
-    cut = meta.get("finish_reason") == "length" or (structured and looks_cut(raw))
+    cut_call = structured and any(unclosed(args) for args in streamed or [])
+    cut = meta.get("finish_reason") == "length" or (structured and looks_cut(raw)) or cut_call
     calls = json.dumps([c.get("args") for c in getattr(raw, "tool_calls", None) or []])
     usage = usage_of(raw) or counted_usage(request.system + "\n" + request.user, text or calls)
     # With a schema, a plain answer is read for JSON too: small models often write it instead of a tool call.
+    # A cut call closed by the streamed merge is no answer, as the same call unstreamed is not.
     given = out.get("parsed") if structured else None
-    parsed = parse_structured(request.schema, raw, given) if request.schema else None
+    parsed = (
+        parse_structured(request.schema, raw, given) if request.schema and not cut_call else None
+    )
     error: str | None = None
     called = structured and (
         getattr(raw, "tool_calls", None) or getattr(raw, "invalid_tool_calls", None)
@@ -378,7 +390,8 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
     pool = ThreadPoolExecutor(max_workers=1)
     context = contextvars.copy_context()
     prompt = messages(request.system, request.user, spec)
-    future = pool.submit(context.run, runnable.invoke, prompt, _config(request))
+    listener = StreamedArguments()
+    future = pool.submit(context.run, runnable.invoke, prompt, listened(_config(request), listener))
     future.add_done_callback(lambda done: _closed(done, spec, release))
     try:
         out: Any = future.result(timeout=left)
@@ -388,7 +401,8 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         out = _provider_failure(exc)
     finally:
         pool.shutdown(wait=False)
-    return _settled(_result(request, spec, structured, out, started), held, out)
+    result = _result(request, spec, structured, out, started, streamed=listener.raws())
+    return _settled(result, held, out)
 
 
 def _asked(request: Request, spec: str) -> Asked:
@@ -493,15 +507,17 @@ async def _async_once(request: Request, spec: str, structured: bool, clock: _Clo
         if not isinstance(held, Held):
             return _result(request, spec, structured, held, time.perf_counter(), sent=False)
         started, left = time.perf_counter(), clock.left(spec)
+        listener = StreamedArguments()
         try:
             prompt = messages(request.system, request.user, spec)
-            out: Any = await asyncio.wait_for(runnable.ainvoke(prompt, _config(request)), left)
+            config = listened(_config(request), listener)
+            out: Any = await asyncio.wait_for(runnable.ainvoke(prompt, config), left)
         except TimeoutError:
             out = _timeout(request)
         except Exception as exc:
             out = _provider_failure(exc)
         failure = out if isinstance(out, BaseException) else None
-        result = _result(request, spec, structured, out, started)
+        result = _result(request, spec, structured, out, started, streamed=listener.raws())
         if (
             store_blocks()
         ):  # a database every worker shares: its round trips leave the event loop free

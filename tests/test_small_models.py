@@ -103,18 +103,24 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIServer]:
         yield srv
 
 
-def debate(budget: int, **context: Any) -> dict[str, Any]:
-    return compile_debate().invoke(
-        {"problem": "Design a cache"},
-        {"configurable": {"thread_id": "t"}},
-        context=Context(
-            model="openai:test-model",
-            agents="kiss,security",
-            rounds=1,
-            max_output_tokens=budget,
-            **context,
-        ),
+def debate(budget: int, streamed: bool = False, **context: Any) -> dict[str, Any]:
+    """Run a one-round debate on the loopback server; ``streamed`` streams its calls' tokens, as Studio and the
+    viewer's runs do (every request then streams)."""
+    graph, config = compile_debate(), {"configurable": {"thread_id": "t"}}
+    settings = Context(
+        model="openai:test-model",
+        agents="kiss,security",
+        rounds=1,
+        max_output_tokens=budget,
+        **context,
     )
+    if not streamed:
+        return graph.invoke({"problem": "Design a cache"}, config, context=settings)
+    for _ in graph.stream(
+        {"problem": "Design a cache"}, config, context=settings, stream_mode="messages"
+    ):
+        pass
+    return dict(graph.get_state(config).values)
 
 
 @pytest.mark.parametrize("budget", (96, 192, 1024))
@@ -131,11 +137,18 @@ def test_every_phase_prompt_names_a_length_that_fits_its_budget(
         assert stated == [str(words)], prompt[-300:]
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 def test_a_cut_structured_reply_is_recorded_as_cut_and_retried_never_stored_as_complete(
-    server: OpenAIServer,
+    server: OpenAIServer, streamed: bool
 ) -> None:
+    """Streamed, LangChain's merge of the chunks closes the cut call into a valid one: the raw arguments tell."""
     server.cut_tools = True  # a tool call cut at max_tokens, reported as llama.cpp does: finish_reason "tool_calls"
-    values = debate(40, summarize=False)  # the judge's tool call (about 80 words) is cut at 40
+    # the judge's tool call (about 80 words) is cut at 40
+    values = debate(40, streamed=streamed, summarize=False)
+    if streamed:
+        assert all(
+            r["body"].get("stream") for r in server.requests if isinstance(r.get("body"), dict)
+        )
     judge = values["transcript"][-1]
     cut = [a for a in judge["attempts"] if a["error"] == "cut at the output limit"]
     assert cut and cut[0]["outcome"] == "unparsed"
