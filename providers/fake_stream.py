@@ -17,7 +17,11 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
-from langchain_core.tracers._streaming import _StreamingCallbackHandler
+
+try:  # how BaseChatModel itself tells a streaming listener (LangGraph's messages mode); no public name
+    from langchain_core.tracers._streaming import _StreamingCallbackHandler
+except ImportError:  # moved in another version: the fake then never streams, as before it could
+    _StreamingCallbackHandler = None  # type: ignore[assignment,misc]
 
 PIECES = 8
 """How many pieces a streamed reply comes in, at most: each after its share of the latency."""
@@ -26,7 +30,8 @@ PIECES = 8
 def streaming(run_manager: Any) -> bool:
     """Return whether a handler of this call streams tokens (how ``BaseChatModel`` decides to stream)."""
     handlers = getattr(run_manager, "handlers", None) or []
-    return any(isinstance(h, _StreamingCallbackHandler) for h in handlers)
+    kind = _StreamingCallbackHandler
+    return kind is not None and any(isinstance(h, kind) for h in handlers)
 
 
 def pieces(text: str, count: int = PIECES) -> list[str]:
