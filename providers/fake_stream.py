@@ -18,10 +18,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
 
-try:  # how BaseChatModel itself tells a streaming listener (LangGraph's messages mode); no public name
+LISTENER: type | None
+"""How BaseChatModel itself tells a streaming listener (LangGraph's messages mode): it has no public name."""
+try:
     from langchain_core.tracers._streaming import _StreamingCallbackHandler
+
+    LISTENER = _StreamingCallbackHandler
 except ImportError:  # moved in another version: the fake then never streams, as before it could
-    _StreamingCallbackHandler = None  # type: ignore[assignment,misc]
+    LISTENER = None
 
 PIECES = 8
 """How many pieces a streamed reply comes in, at most: each after its share of the latency."""
@@ -30,8 +34,7 @@ PIECES = 8
 def streaming(run_manager: Any) -> bool:
     """Return whether a handler of this call streams tokens (how ``BaseChatModel`` decides to stream)."""
     handlers = getattr(run_manager, "handlers", None) or []
-    kind = _StreamingCallbackHandler
-    return kind is not None and any(isinstance(h, kind) for h in handlers)
+    return LISTENER is not None and any(isinstance(h, LISTENER) for h in handlers)
 
 
 def pieces(text: str, count: int = PIECES) -> list[str]:
