@@ -11,6 +11,7 @@
   var checkpoint = page.dataset.checkpoint;
   var status = page.dataset.status;
   var PERIOD = 200;
+  var drawn = Date.now();  // when the live part now shown was read (the page's load, then each swap)
   var drafts = [];
 
   function showDrafts() {
@@ -45,7 +46,7 @@
   function ticked() {
     var ran = document.querySelector("#live .ran");
     if (!ran) { return; }
-    if (!ran.dataset.drawn) { ran.dataset.drawn = String(Date.now()); }
+    if (!ran.dataset.drawn) { ran.dataset.drawn = String(drawn); }
     var s = Number(ran.dataset.read) - Number(ran.dataset.since) + (Date.now() - Number(ran.dataset.drawn)) / 1000;
     var m = Math.floor(Math.round(s) / 60);
     ran.textContent = s < 60 ? s.toFixed(1) + " s"
@@ -64,6 +65,7 @@
     var live = document.getElementById("live");
     var next = new DOMParser().parseFromString(html, "text/html");
     live.replaceChildren.apply(live, Array.prototype.slice.call(next.body.childNodes));
+    drawn = Date.now();
     keep.forEach(function (id) { var d = document.getElementById(id); if (d) { d.open = true; } });
     showDrafts();
     page.dataset.updated = String(Date.now());
