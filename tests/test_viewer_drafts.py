@@ -59,6 +59,18 @@ def test_a_drafts_text_is_its_chunks_and_a_tool_calls_prose_is_read_as_far_as_it
     assert testing["text"] == "Shard the lock." and testing["done"]
 
 
+def test_arguments_cut_inside_an_escape_keep_the_prose_read_before() -> None:
+    drafts = Drafts()
+    drafts.add("t", chunk(args='{"reply": "Caf'), meta("a"))
+    assert [d["text"] for d in drafts.of("t")] == ["Caf"]  # as a page's poll reads it
+    drafts.add(
+        "t", chunk(args="\\u00"), meta("a")
+    )  # half an escape: the arguments do not parse now
+    assert [d["text"] for d in drafts.of("t")] == ["Caf"]
+    drafts.add("t", chunk(args="e9 au lait"), meta("a"))
+    assert [d["text"] for d in drafts.of("t")] == ["Caf\u00e9 au lait"]
+
+
 def test_a_tool_call_without_its_prose_yet_shows_no_draft_and_a_retry_starts_the_draft_again() -> (
     None
 ):

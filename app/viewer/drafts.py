@@ -53,12 +53,15 @@ class Draft:
     """A tool call's arguments so far (JSON, cut anywhere)."""
     since: float = field(default_factory=time.time)
     done: bool = False
+    prose: str = ""
+    """The ``reply`` field as last read: arguments cut inside an escape (``\\u00``) do not parse for a moment."""
 
     def shown(self) -> str:
         """Return the prose written so far: the ``reply`` field of the tool call's arguments once it has begun
         (what the reply will hold), else the text."""
-        prose = _prose("".join(self.args)) if self.args else ""
-        return (prose or "".join(self.text))[-SHOWN_CHARS:]
+        if self.args:
+            self.prose = _prose("".join(self.args)) or self.prose
+        return (self.prose or "".join(self.text))[-SHOWN_CHARS:]
 
 
 def text_of(content: Any) -> str:
