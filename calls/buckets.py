@@ -123,8 +123,8 @@ class Store(Protocol):
         self, takes: Sequence[Take], pause: str, most_wait_s: float, now: float
     ) -> tuple[float, bool]:
         """Return when the request may be sent, and whether it was taken: only when that is at most
-        ``most_wait_s`` from now. ``now`` is the earliest time it is counted from: a store that waits for a lock
-        counts from when it holds it."""
+        ``most_wait_s`` from ``now``, when it asked. A store that waits for a lock counts that wait too (the
+        request's deadline runs meanwhile); the time it plans from is when it holds the lock."""
         ...
 
     def adjust(self, changes: Sequence[Take], now: float) -> None:

@@ -190,9 +190,12 @@ class Limiter:
             while not self.warm.is_set() and time.monotonic() < warming:
                 yield 0.05
         key, left_s = paused_name(spec), deadline - time.monotonic()
-        send, taken = self.store.reserve(takes, key, left_s, time.time())
-        if not taken:
-            raise RateLimited(_too_long(spec, send - time.time(), left_s))  # nothing was taken
+        asked_at = time.time()
+        send, taken = self.store.reserve(takes, key, left_s, asked_at)
+        if (
+            not taken
+        ):  # nothing was taken; the wait counts from the asking, a shared store's lock included
+            raise RateLimited(_too_long(spec, send - asked_at, left_s))
         held, noted = Held(takes, estimate, asked), 0.0
         try:
             # sleep until the time given, not for a span: a late return from the store must not shift it

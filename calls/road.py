@@ -401,7 +401,9 @@ def _sync_once(request: Request, spec: str, structured: bool, clock: _Clock) -> 
         out = _provider_failure(exc)
     finally:
         pool.shutdown(wait=False)
-    result = _result(request, spec, structured, out, started, streamed=listener.raws())
+    # a request given up at its deadline may still be streaming in the helper thread: its pieces are not read
+    streamed = None if isinstance(out, BaseException) else listener.raws()
+    result = _result(request, spec, structured, out, started, streamed=streamed)
     return _settled(result, held, out)
 
 

@@ -21,7 +21,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import IO, Any, LiteralString, NotRequired, Protocol, runtime_checkable
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from debate_engine.errors import InputError, StorageError
@@ -247,10 +247,14 @@ class ListedStatus(Status):
     unsettled_tokens: NotRequired[int]
 
 
-async def status_of(saver: BaseCheckpointSaver, thread: str) -> tuple[ListedStatus | None, bool]:
+async def status_of(
+    saver: BaseCheckpointSaver, thread: str, found: CheckpointTuple | None = None
+) -> tuple[ListedStatus | None, bool]:
     """Return a thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
-    newest checkpoint only: LangGraph's untyped channel values become the typed record here."""
-    found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
+    newest checkpoint only (``found``, when the caller has read it already): LangGraph's untyped channel values
+    become the typed record here."""
+    if found is None:
+        found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
     if found is None:
         return None, False
     waiting = any(w[1] == "__interrupt__" for w in found.pending_writes or [])

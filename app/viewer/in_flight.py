@@ -153,7 +153,8 @@ async def step_of(request: Request, thread: str) -> Step | None:
     A debate another process runs is read the same way: its writes are in the same checkpointer.
     """
     store, runs = request.app.state.store, request.app.state.runs
-    saver = getattr(store, "saver", None)  # the pages inside `langgraph dev` read no checkpointer
+    # the pages inside `langgraph dev` read one only on its in-memory runtime (``server_reading``)
+    saver = getattr(store, "saver", None)
     if saver is None:
         return None
     config: Any = {"configurable": {"thread_id": thread}}

@@ -125,7 +125,7 @@ class Store:
         found = await self.saver.aget_tuple({"configurable": {"thread_id": thread}})
         if found is None:
             return None, None, False
-        status, waiting = await status_of(self.saver, thread)
+        status, waiting = await status_of(self.saver, thread, found)
         version = (
             f"{found.config['configurable']['checkpoint_id']}+{len(found.pending_writes or [])}"
         )

@@ -144,7 +144,7 @@ class ServerStore:
             found = await self.saver.aget_tuple({"configurable": {"thread_id": thread}})
             if found is None:
                 return None, None, False
-            status, waiting = await status_of(self.saver, thread)
+            status, waiting = await status_of(self.saver, thread, found)
             written = len(found.pending_writes or [])
             return f"{found.config['configurable']['checkpoint_id']}+{written}", status, waiting
         state = await self._state(thread)
