@@ -79,10 +79,11 @@ def test_a_tool_call_without_its_prose_yet_shows_no_draft_and_a_retry_starts_the
     drafts.add("t", chunk(args='{"position": "x"'), meta("b"))
     assert drafts.of("t") == []
     drafts.add("t", chunk("A first try", id="run-b"), meta("c"))
-    drafts.add(
-        "t", chunk("The retry", id="run-a"), meta("c")
-    )  # a new message, whatever its id's order
+    # a new message, whatever its id's order
+    drafts.add("t", chunk("The retry", id="run-a"), meta("c"))
     assert [d["text"] for d in drafts.of("t")] == ["The retry"]
+    drafts.add("t", chunk("The fallback", id="run-c"), meta("c"))
+    assert [d["text"] for d in drafts.of("t")] == ["The fallback"]
 
 
 def test_chunks_of_one_message_grow_one_draft_whatever_objects_their_ids_are() -> None:
@@ -102,7 +103,12 @@ def test_a_tool_calls_prose_wins_over_text_written_before_it_and_content_blocks_
     assert [d["text"] for d in drafts.of("t")] == ["Use a queue"]  # what the reply will hold
     blocks: Any = [
         {"type": "text", "text": "Shard "},
-        {"type": "reasoning", "reasoning": "hm"},
+        {
+            "type": "reasoning",
+            "reasoning": "hm",
+            "text": "private",
+        },  # only text blocks are the reply's
+        {"type": "thinking", "text": "private"},
         "it.",
     ]
     drafts.add("t", AIMessageChunk(content=blocks, id="run-9"), meta("b", "testing"))
