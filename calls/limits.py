@@ -7,18 +7,18 @@ output allowance, as OpenAI counts at request time) from the model's buckets, sl
 answer's usage is known the difference is settled. A wait longer than the request's deadline takes nothing and
 fails the request (:class:`RateLimited`): the debate stops, resumable.
 
-A 429 pauses the model for every run drawing on it: its ``Retry-After`` (or a back-off with jitter when it says
-nothing), so the runs that were not refused do not walk into the same wall.
+A 429 pauses the model for every run drawing on it: its ``Retry-After`` (or a back-off with jitter when it says nothing),
+so the runs that were not refused do not walk into the same wall.
 
-Each run is held to the limits its settings state (:func:`declare`, by thread); runs stating the same limit on a
-model share its bucket. Where the provider states its limits in its answers' ``x-ratelimit-*`` headers
+Each run is held to the limits its settings state (:func:`declare`, by thread); runs stating the same limit on a model
+share its bucket. Where the provider states its limits in its answers' ``x-ratelimit-*`` headers
 (``calls.ratelimit_headers``), the stricter of the stated and the read limit holds, and the run is told which (a
-``rate_limit_adopted`` event). The buckets live in a store: in the process by default; a store every process
-shares is handed down from above with :func:`sharing` (``app.store.shared_limits``: SQLite beside the debates'
-database, or their PostgreSQL database).
+``rate_limit_adopted`` event). The buckets live in a store: in the process by default; a store every process shares is
+handed down from above with :func:`sharing` (``app.store.shared_limits``: SQLite beside the debates' database, or
+their PostgreSQL database).
 
-A wait of a second or more is told as it starts (a ``rate_limit_wait`` event: the model and the seconds) and
-recorded in the store, where ``debate list`` reads it from another process.
+A wait of a second or more is told as it starts (a ``rate_limit_wait`` event: the model and the seconds) and recorded
+in the store, where ``debate list`` reads it from another process.
 
 None of ``limits``, ``pyrate-limiter`` or ``aiolimiter`` is used: see the README's section on rate limits.
 """
@@ -189,12 +189,9 @@ class Limiter:
             warming = time.monotonic() + min(WARM_S, left_s / 2)
             while not self.warm.is_set() and time.monotonic() < warming:
                 yield 0.05
-        key, left_s = paused_name(spec), deadline - time.monotonic()
-        asked_at = time.time()
-        send, taken = self.store.reserve(takes, key, left_s, asked_at)
-        if (
-            not taken
-        ):  # nothing was taken; the wait counts from the asking, a shared store's lock included
+        key, left_s, asked_at = paused_name(spec), deadline - time.monotonic(), time.time()
+        send, taken = self.store.reserve(takes, key, left_s, asked_at)  # counted from the asking
+        if not taken:  # nothing was taken
             raise RateLimited(_too_long(spec, send - asked_at, left_s))
         held, noted = Held(takes, estimate, asked), 0.0
         try:

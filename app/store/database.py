@@ -1,10 +1,9 @@
 """Where the command line keeps debates: SQLite by default, PostgreSQL on request.
 
-The default database is ``$DEBATE_DB``, else
-``$XDG_DATA_HOME/debate/debates.sqlite`` (``~/.local/share/debate/debates.sqlite``).
-``--db postgresql://...`` uses ``langgraph-checkpoint-postgres``. Listing
-reads each thread's newest checkpoint only (its small ``status`` record),
-never a whole debate, and one process at a time may run a thread.
+The default database is ``$DEBATE_DB``, else ``$XDG_DATA_HOME/debate/debates.sqlite``
+(``~/.local/share/debate/debates.sqlite``). ``--db postgresql://...`` uses ``langgraph-checkpoint-postgres``.
+Listing reads each thread's newest checkpoint only (its small ``status`` record), never a whole debate, and one
+process at a time may run a thread.
 """
 
 from __future__ import annotations
@@ -251,10 +250,8 @@ async def status_of(
     saver: BaseCheckpointSaver, thread: str, found: CheckpointTuple | None = None
 ) -> tuple[ListedStatus | None, bool]:
     """Return a thread's ``status`` record (with ``forked_from`` on a fork) and whether it waits for an answer, from its
-    newest checkpoint only (``found``, when the caller has read it already): LangGraph's untyped channel values
-    become the typed record here."""
-    if found is None:
-        found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
+    newest checkpoint only (``found``, if read already): LangGraph's untyped channel values become the typed record."""
+    found = found or await saver.aget_tuple({"configurable": {"thread_id": thread}})
     if found is None:
         return None, False
     waiting = any(w[1] == "__interrupt__" for w in found.pending_writes or [])
