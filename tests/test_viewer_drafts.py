@@ -8,7 +8,6 @@ the landed reply when the call ends. A streamed request is charged as the provid
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from debate_engine.app.viewer.drafts import Drafts, task_of
 from debate_engine.app.viewer.running import STREAMED
 from debate_engine.config.settled import settle
 from tests.support.openai_server import serving
+from tests.support.teams import team_file
 from tests.test_viewer_actions import text_of
 
 NS = "propose:1f2e|model_call:{}"
@@ -206,14 +206,7 @@ def test_a_model_called_outside_a_task_makes_no_draft_and_a_long_draft_shows_its
 @pytest.fixture
 def team(tmp_path: Path) -> Path:
     """Write a team of a fast agent and one that writes its reply over four seconds (half its latency)."""
-    path = tmp_path / "team.json"
-    agents = [
-        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
-        {"id": "slow", "role": "architect", "model": "fake:latency_ms=8000,words=120"},
-    ]
-    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
-    path.write_text(json.dumps(config))
-    return path
+    return team_file(tmp_path, "fake:latency_ms=8000,words=120")
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ That holds for a run of this server and for one another process makes (``debate 
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import time
@@ -23,6 +22,7 @@ from debate_engine.app.viewer.in_flight import participants, working
 from debate_engine.config.context import Context
 from debate_engine.config.settled import settle
 from tests.support.debate_cli import background
+from tests.support.teams import team_file
 from tests.test_viewer_actions import text_of, token_of
 
 SLOW_MS = 60_000
@@ -32,15 +32,8 @@ SLOW_MS = 60_000
 @pytest.fixture
 def team(tmp_path: Path) -> Path:
     """Write a config file that seats a fast agent and a slow one."""
-    path = tmp_path / "team.json"
-    agents = [
-        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=10"},
-        # plain text: its call awaits (a stop cancels it at once) instead of sleeping in a thread
-        {"id": "slow", "role": "architect", "model": f"fake:latency_ms={SLOW_MS},structured=false"},
-    ]
-    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
-    path.write_text(json.dumps(config))
-    return path
+    # plain text: the slow call awaits (a stop cancels it at once) instead of sleeping in a thread
+    return team_file(tmp_path, f"fake:latency_ms={SLOW_MS},structured=false")
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from markupsafe import escape
 from starlette.testclient import TestClient
 
 from tests.integration import test_server as served
+from tests.support.teams import team_file
 from tests.test_viewer_actions import text_of
 
 pytestmark = pytest.mark.integration
@@ -134,14 +135,10 @@ def test_a_fast_agents_reply_shows_at_ui_while_the_slow_one_still_works(
     server: str, graph_id: str, tmp_path: Path
 ) -> None:
     """The pages read the server's checkpointer itself: a finished call's reply shows before its phase ends."""
-    team = tmp_path / "team.json"
-    agents = [
-        # long enough for the pages to be read before its reply lands
-        {"id": "quick", "role": "kiss", "model": "fake:latency_ms=1500"},
-        {"id": "slow", "role": "architect", "model": "fake:latency_ms=60000,structured=false"},
-    ]
-    config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
-    team.write_text(json.dumps(config))
+    # the quick reply takes long enough for the pages to be read before it lands
+    team = team_file(
+        tmp_path, "fake:latency_ms=60000,structured=false", quick="fake:latency_ms=1500"
+    )
     client = client_for(server)
     thread = client.threads.create()["thread_id"]
     run = client.runs.create(
