@@ -189,7 +189,8 @@ class Limiter:
             warming = time.monotonic() + min(WARM_S, left_s / 2)
             while not self.warm.is_set() and time.monotonic() < warming:
                 yield 0.05
-        key, left_s, asked_at = paused_name(spec), deadline - time.monotonic(), time.time()
+        key, left_s = paused_name(spec), deadline - time.monotonic()
+        asked_at = time.time()
         send, taken = self.store.reserve(takes, key, left_s, asked_at)  # counted from the asking
         if not taken:  # nothing was taken
             raise RateLimited(_too_long(spec, send - asked_at, left_s))
