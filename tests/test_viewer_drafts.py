@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessageChunk
 from langgraph.checkpoint.memory import InMemorySaver
+from markupsafe import escape
 from starlette.testclient import TestClient
 
 from debate_engine import Context, compile_debate
@@ -25,6 +26,7 @@ from debate_engine.app.viewer.running import STREAMED
 from debate_engine.config.settled import settle
 from tests.support.openai_server import serving
 from tests.support.teams import team_file
+from tests.support.viewer_debates import SCRIPT
 from tests.test_viewer_actions import text_of
 
 NS = "propose:1f2e|model_call:{}"
@@ -277,3 +279,21 @@ def test_a_streamed_structured_reply_drafts_its_prose_and_is_charged_as_billed(
         assert prose[key] == turns[key], key  # the draft's last text is the reply's prose, whole
     total = values["spend"]["total"]
     assert total["input_tokens"] + total["output_tokens"] == server.usage_total()
+
+
+def test_a_draft_holding_markup_is_drawn_as_text(client: TestClient, team: Path) -> None:
+    """A model may write anything: the page escapes a draft (the script draws it with ``textContent``)."""
+    context = Context(config_file=str(team))
+    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
+    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    planted = chunk(SCRIPT, id="planted")
+    deadline = time.monotonic() + 60
+    while "At work: slow" not in text_of(live := client.get("/debates/t/live").text):
+        assert time.monotonic() < deadline, live[:1000]
+        time.sleep(0.05)
+    runs.drafts.add("t", planted, meta("planted", "slow"))
+    live = client.get("/debates/t/live").text
+    assert SCRIPT not in live and str(escape(SCRIPT)) in live
+    state = client.get("/debates/t/state").json()
+    assert SCRIPT in [d["text"] for d in state["drafts"]]  # JSON, read by the script as text
+    client.portal.call(runs.stop, "t")  # type: ignore[union-attr]

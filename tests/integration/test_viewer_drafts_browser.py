@@ -15,6 +15,7 @@ import pytest
 
 from tests.integration.test_viewer_stop_browser import text, until
 from tests.support.browser import chromium, missing, screenshot, served
+from tests.support.viewer_debates import SCRIPT
 
 pytestmark = [
     pytest.mark.integration,
@@ -59,3 +60,41 @@ def test_a_reply_grows_on_the_page_as_it_is_written_then_lands(site: str) -> Non
         until(lambda: "proposal by kiss, landed" in text(browser) or "critique" in text(browser))
         until(lambda: "Verdict" in text(browser), seconds=120)
         assert browser.execute_script(DRAFTS) == []
+
+
+PLANT = """
+const planted = arguments[0];
+const real = window.fetch;
+window.fetch = (url, options) => String(url).endsWith('/state')
+  ? real(url, options).then(r => r.json()).then(now => {
+      now.drafts = [{task: 'x"] body, [data-draft="', who: 'kiss', kind: 'proposal <b>', text: planted, done: false}];
+      return new Response(JSON.stringify(now), {status: 200, headers: {'Content-Type': 'application/json'}});
+    })
+  : real(url, options);
+"""
+
+
+def test_a_draft_holding_markup_is_drawn_as_text_by_the_pages_script(site: str) -> None:
+    """The state record is answered with a planted draft (markup in its text, kind and task id): the script must
+    draw it as text and never run it."""
+    with chromium() as browser:
+        browser.get(site + "/new")
+        for name, value in (
+            ("problem", "Pick a session cache"),
+            ("model", "fake:latency_ms=60000"),
+            ("agents", "kiss,testing"),
+            ("rounds", "1"),
+            ("thread_id", "planted"),
+        ):
+            browser.find_element("id", name).send_keys(value)
+        browser.find_element("css selector", ".start-form button.primary").click()
+        until(lambda: browser.current_url.endswith("/debates/planted"))
+        until(lambda: "At work" in text(browser))
+        browser.execute_script(PLANT, SCRIPT)
+        shown = until(lambda: browser.execute_script(DRAFTS))
+        assert shown == [SCRIPT]
+        assert browser.execute_script("return window.pwned") is None
+        assert browser.find_elements("css selector", "#drafts img, #drafts script, #drafts b") == []
+        assert "proposal <b> by kiss, being written" in text(browser)
+        browser.find_element("css selector", ".stop-form button").click()
+        until(lambda: "Resume this debate" in text(browser))
