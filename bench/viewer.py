@@ -30,11 +30,11 @@ from statistics import median
 from typing import Any
 
 from bench.common import sqlite_saver, table, x
-from debate_engine import RoundtableContext, compile_roundtable
 from debate_engine.app.cli.main import main as debate_cli
 from debate_engine.graph.builder import compile_debate
-from tests.support.browser import chromium, first_paint, missing, served
+from tests.support.browser import chromium, first_paint, missing, served, start_from_form
 from tests.support.debate_cli import background
+from tests.support.viewer_debates import long_roundtable
 
 BATCH = 500
 """Turns written per ``update_state``: one checkpoint each, as a long run's log grows."""
@@ -50,35 +50,7 @@ new MutationObserver(mark).observe(document.getElementById('live'), {childList: 
 
 def roundtable(path: Path, turns: int) -> None:
     """Store a roundtable of ``turns`` turns: a real 3-turn run, its log extended in batches."""
-    context = RoundtableContext(model="fake:words=60", agents="architect,security,kiss", turns=3)
-    config: Any = {"configurable": {"thread_id": "rt"}}
-    with sqlite_saver(path) as saver:
-        graph = compile_roundtable(checkpointer=saver)
-        for _ in graph.stream({"problem": "Pick a cache"}, config, context=context):
-            pass
-        values = graph.get_state(config).values
-        spoken = [t for t in values["transcript"] if t["kind"] == "message"]
-        have = len(values["transcript"])
-        while have < turns:
-            batch = []
-            for seq in range(have, min(turns, have + BATCH)):
-                model = spoken[seq % len(spoken)]
-                batch.append(
-                    {**model, "seq": seq, "round": seq, "id": f"message:t{seq}:{model['speaker']}"}
-                )
-            have += len(batch)
-            status = {
-                **values["status"],
-                "turns": have,
-                "round": have,
-                "rounds": turns,
-                "phase": "done",
-            }
-            graph.update_state(
-                config,
-                {"transcript": batch, "status": status, "turn_count": have},
-                as_node="synthesize",
-            )
+    long_roundtable(path, turns, model="fake:words=60", problem="Pick a cache", batch=BATCH)
 
 
 def cli(*argv: str) -> None:
@@ -200,21 +172,8 @@ def draft_delays(folder: Path, model: str = DRAFT_MODEL) -> tuple[float, float] 
     The debate is started from the page, so this server runs it and streams its calls' text.
     """
     with served(folder / f"drafts-{model.split(':')[0]}.sqlite") as site, chromium() as driver:
-        driver.get(site + "/new")
-        for name, value in (
-            ("problem", "Pick a lock"),
-            ("model", model),
-            ("agents", "kiss,testing"),
-            ("rounds", "1"),
-            ("thread_id", "drafted"),
-        ):
-            driver.find_element("id", name).send_keys(value)
-        sent = time.time() * 1000
-        driver.find_element("css selector", ".start-form button.primary").click()
+        sent = start_from_form(driver, site, "drafted", model, "Pick a lock") * 1000
         deadline = time.monotonic() + 300
-        while not driver.current_url.endswith("/debates/drafted"):
-            assert time.monotonic() < deadline, "the debate's page never opened"
-            time.sleep(0.02)
         driver.execute_script(DRAFTED)
         while time.monotonic() < deadline:
             drafted, landed = driver.execute_script("return [window.__drafted, window.__landed]")

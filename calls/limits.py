@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from debate_engine.calls.buckets import Bucket, InProcess, Store, Take, Unit
+from debate_engine.calls.generators import resumed
 from debate_engine.calls.rate_records import PERIOD_S, RateLimit
 from debate_engine.calls.rate_records import (  # re-exported: callers import them from here
     RateLimits as RateLimits,
@@ -362,12 +363,8 @@ def emit(event: dict[str, Any]) -> None:
 
 
 def _advance(steps: Generator[float, None, Held]) -> float | Held:
-    """Return the next wait, or what was held once there is none (StopIteration cannot cross a thread)."""
-    try:
-        return next(steps)
-    except StopIteration as done:
-        held: Held = done.value
-        return held
+    """Return the next wait, or what was held once there is none."""
+    return resumed(steps, None)
 
 
 def settle(

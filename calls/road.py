@@ -37,6 +37,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel
 from typing_extensions import TypedDict
 
+from debate_engine.calls.generators import resumed
 from debate_engine.calls.limits import (
     Asked,
     Held,
@@ -482,20 +483,10 @@ async def aask(request: Request) -> Answer:
         if store_blocks() and rate_limited(
             result.failure
         ):  # the policy pauses the model in the shared store
-            step = await asyncio.to_thread(_advance, policy, result)
+            step = await asyncio.to_thread(resumed, policy, result)
         else:
-            step = _advance(policy, result)
+            step = resumed(policy, result)
     return step
-
-
-def _advance(policy: Generator[Step, _Result, Answer], result: _Result) -> Step | Answer:
-    """Return the policy's next step after ``result``, or its answer (a generator's return, which no thread can
-    hand back as StopIteration)."""
-    try:
-        return policy.send(result)
-    except StopIteration as done:
-        answer: Answer = done.value
-        return answer
 
 
 async def _async_once(request: Request, spec: str, structured: bool, clock: _Clock) -> _Result:

@@ -23,9 +23,8 @@ from debate_engine import Context, compile_debate
 from debate_engine.app.viewer import create_app
 from debate_engine.app.viewer.drafts import Drafts, task_of
 from debate_engine.app.viewer.running import STREAMED
-from debate_engine.config.settled import settle
 from tests.support.openai_server import serving
-from tests.support.teams import team_file
+from tests.support.teams import run_team, team_file
 from tests.support.viewer_debates import SCRIPT
 from tests.test_viewer_actions import text_of
 
@@ -220,9 +219,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 def test_a_slow_agents_proposal_shows_as_it_is_written_then_as_it_landed(
     client: TestClient, team: Path
 ) -> None:
-    context = Context(config_file=str(team))
-    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
-    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    run_team(client, team)
     seen: list[str] = []
     drawn = 0
     deadline = time.monotonic() + 60
@@ -283,9 +280,7 @@ def test_a_streamed_structured_reply_drafts_its_prose_and_is_charged_as_billed(
 
 def test_a_draft_holding_markup_is_drawn_as_text(client: TestClient, team: Path) -> None:
     """A model may write anything: the page escapes a draft (the script draws it with ``textContent``)."""
-    context = Context(config_file=str(team))
-    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
-    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    runs = run_team(client, team)
     planted = chunk(SCRIPT, id="planted")
     deadline = time.monotonic() + 60
     while "At work: slow" not in text_of(live := client.get("/debates/t/live").text):

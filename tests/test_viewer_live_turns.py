@@ -19,10 +19,9 @@ from starlette.testclient import TestClient
 
 from debate_engine.app.viewer import create_app
 from debate_engine.app.viewer.in_flight import participants, working
-from debate_engine.config.context import Context
 from debate_engine.config.settled import settle
 from tests.support.debate_cli import background
-from tests.support.teams import team_file
+from tests.support.teams import run_team, team_file
 from tests.test_viewer_actions import text_of, token_of
 
 SLOW_MS = 60_000
@@ -66,9 +65,7 @@ def landed_proposals(page: str) -> dict[str, str]:
 def test_a_fast_agents_proposal_shows_while_the_slow_one_still_works(
     client: TestClient, team: Path
 ) -> None:
-    context = Context(config_file=str(team))
-    runs: Any = client.app.state.runs  # type: ignore[attr-defined]
-    client.portal.call(runs.start, "t", settle(context).intake("Pick a queue"), context, None)  # type: ignore[union-attr]
+    runs = run_team(client, team)
     live = until(client, "/debates/t/live", "proposal by quick")
     shown = text_of(live)
     assert "Working now: propose, round 1" in shown and "At work: slow" in shown
@@ -126,7 +123,6 @@ def test_a_debate_taken_in_but_not_set_up_yet_shows_its_page_while_another_proce
     from debate_engine import Context, compile_debate
     from debate_engine.app.store.database import athread_lock
     from debate_engine.app.viewer import create_app
-    from debate_engine.config.settled import settle
     from debate_engine.nodes.setup import INTAKE
 
     db = tmp_path / "d.sqlite"

@@ -122,14 +122,7 @@ class Store:
         The version is the newest checkpoint's id and how many writes wait on it: a question
         (an interrupt) or a finished call is written there before the next checkpoint.
         """
-        found = await self.saver.aget_tuple({"configurable": {"thread_id": thread}})
-        if found is None:
-            return None, None, False
-        status, waiting = await status_of(self.saver, thread, found)
-        version = (
-            f"{found.config['configurable']['checkpoint_id']}+{len(found.pending_writes or [])}"
-        )
-        return version, status, waiting
+        return await newest_in(self.saver, thread)
 
     async def load(self, thread: str) -> Loaded | None:
         """Return a thread's whole state, read again only when a newer checkpoint or write was made."""
@@ -186,6 +179,19 @@ class Store:
     async def threads(self) -> list[str]:
         """Return every thread id."""
         return await thread_ids(self.saver)
+
+
+async def newest_in(
+    saver: BaseCheckpointSaver, thread: str
+) -> tuple[str | None, ListedStatus | None, bool]:
+    """Return a thread's newest version in ``saver`` (its checkpoint and how many writes wait on it), its status
+    record and whether it waits for answers: one small read."""
+    found = await saver.aget_tuple({"configurable": {"thread_id": thread}})
+    if found is None:
+        return None, None, False
+    status, waiting = await status_of(saver, thread, found)
+    written = len(found.pending_writes or [])
+    return f"{found.config['configurable']['checkpoint_id']}+{written}", status, waiting
 
 
 async def newest_channels(saver: BaseCheckpointSaver, thread: str) -> dict[str, Any]:

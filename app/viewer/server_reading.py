@@ -24,9 +24,8 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from debate_engine.app.reports.standing import DONE, INTERRUPTED, RUNNING, WAITING, row_from
-from debate_engine.app.store.database import status_of
 from debate_engine.app.viewer.debate_rows import as_shown
-from debate_engine.app.viewer.reading import Loaded, remember
+from debate_engine.app.viewer.reading import Loaded, newest_in, remember
 
 if TYPE_CHECKING:
     from debate_engine.app.store.database import ListedStatus
@@ -141,12 +140,7 @@ class ServerStore:
         writes pending on the checkpoint, so that a page sees a reply land; else through the API.
         """
         if self.saver is not None:
-            found = await self.saver.aget_tuple({"configurable": {"thread_id": thread}})
-            if found is None:
-                return None, None, False
-            status, waiting = await status_of(self.saver, thread, found)
-            written = len(found.pending_writes or [])
-            return f"{found.config['configurable']['checkpoint_id']}+{written}", status, waiting
+            return await newest_in(self.saver, thread)
         state = await self._state(thread)
         if state is None or not state.get("checkpoint"):
             return None, None, False

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 
 from tests.integration.test_viewer_stop_browser import text, until
-from tests.support.browser import chromium, missing, screenshot, served
+from tests.support.browser import chromium, missing, screenshot, served, start_from_form
 from tests.support.viewer_debates import SCRIPT
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(missing() is not None, reason=missing() or ""),
 ]
+PROBLEM = "Pick a session cache"
 DRAFTS = "return Array.from(document.querySelectorAll('#drafts [data-draft] .text')).map(e => e.textContent)"
 
 
@@ -32,17 +33,7 @@ def site(tmp_path: Path) -> Iterator[str]:
 
 def test_a_reply_grows_on_the_page_as_it_is_written_then_lands(site: str) -> None:
     with chromium() as browser:
-        browser.get(site + "/new")
-        for name, value in (
-            ("problem", "Pick a session cache"),
-            ("model", "fake:latency_ms=6000,words=150"),
-            ("agents", "kiss,testing"),
-            ("rounds", "1"),
-            ("thread_id", "drafted"),
-        ):
-            browser.find_element("id", name).send_keys(value)
-        browser.find_element("css selector", ".start-form button.primary").click()
-        until(lambda: browser.current_url.endswith("/debates/drafted"))
+        start_from_form(browser, site, "drafted", "fake:latency_ms=6000,words=150", PROBLEM)
         browser.execute_script("window.__sameLoad = true")
         lengths: list[int] = []
         deadline = time.monotonic() + 60
@@ -78,17 +69,7 @@ def test_a_draft_holding_markup_is_drawn_as_text_by_the_pages_script(site: str) 
     """The state record is answered with a planted draft (markup in its text, kind and task id): the script must
     draw it as text and never run it."""
     with chromium() as browser:
-        browser.get(site + "/new")
-        for name, value in (
-            ("problem", "Pick a session cache"),
-            ("model", "fake:latency_ms=60000"),
-            ("agents", "kiss,testing"),
-            ("rounds", "1"),
-            ("thread_id", "planted"),
-        ):
-            browser.find_element("id", name).send_keys(value)
-        browser.find_element("css selector", ".start-form button.primary").click()
-        until(lambda: browser.current_url.endswith("/debates/planted"))
+        start_from_form(browser, site, "planted", "fake:latency_ms=60000", PROBLEM)
         until(lambda: "At work" in text(browser))
         browser.execute_script(PLANT, SCRIPT)
         shown = until(lambda: browser.execute_script(DRAFTS))

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import random
 import re
-import sqlite3
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.sqlite import SqliteSaver
 
-from debate_engine import RoundtableContext, compile_roundtable
 from tests.support.browser import WIDTH, chromium, missing, screenshot, served
+from tests.support.viewer_debates import long_roundtable
 
 pytestmark = [
     pytest.mark.integration,
@@ -56,39 +54,8 @@ def stated(turn: int, rnd: random.Random) -> dict[str, Any]:
 
 def roundtable(path: Path) -> None:
     """Store a roundtable of ``TURNS`` turns: a real 3-turn run, its log extended in batches."""
-    context = RoundtableContext(model="fake", agents="architect,security,kiss", turns=3)
-    config: Any = {"configurable": {"thread_id": "rt"}}
     rnd = random.Random(41)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        graph = compile_roundtable(checkpointer=SqliteSaver(conn))
-        for _ in graph.stream({"problem": "Pick a session cache"}, config, context=context):
-            pass
-        values = graph.get_state(config).values
-        spoken = [t for t in values["transcript"] if t["kind"] == "message"]
-        have = len(values["transcript"])
-        while have < TURNS:
-            batch = []
-            for seq in range(have, min(TURNS, have + BATCH)):
-                model = spoken[seq % len(spoken)]
-                batch.append(
-                    {
-                        **model,
-                        "seq": seq,
-                        "round": seq,
-                        "id": f"message:t{seq}:{model['speaker']}",
-                        "position": stated(seq, rnd),
-                    }
-                )
-            have += len(batch)
-            status = {**values["status"], "turns": have, "round": have, "rounds": TURNS}
-            graph.update_state(
-                config,
-                {"transcript": batch, "status": {**status, "phase": "done"}, "turn_count": have},
-                as_node="synthesize",
-            )
-    finally:
-        conn.close()
+    long_roundtable(path, TURNS, batch=BATCH, position=lambda seq: stated(seq, rnd))
 
 
 @pytest.fixture(scope="module")

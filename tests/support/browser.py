@@ -114,3 +114,19 @@ def first_paint(driver: Any, wait_s: float = 5.0) -> float | None:
 def has_browser() -> bool:
     """Return True when the Debian browser and driver are installed."""
     return missing() is None and shutil.which(CHROMEDRIVER) is not None
+
+
+def start_from_form(driver: Any, site: str, thread: str, model: str, problem: str) -> float:
+    """Start a one-round debate of kiss and testing from the start form and wait for its page; return when the
+    form was sent (seconds since the epoch): this server then runs the debate."""
+    driver.get(site + "/new")
+    fields = {"problem": problem, "model": model, "agents": "kiss,testing", "rounds": "1"}
+    for name, value in {**fields, "thread_id": thread}.items():
+        driver.find_element("id", name).send_keys(value)
+    sent = time.time()
+    driver.find_element("css selector", ".start-form button.primary").click()
+    deadline = time.monotonic() + 300
+    while not driver.current_url.endswith(f"/debates/{thread}"):
+        assert time.monotonic() < deadline, "the debate's page never opened"
+        time.sleep(0.02)
+    return sent

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from debate_engine.config.context import Context
+from debate_engine.config.settled import settle
 
 
 def team_file(folder: Path, slow: str, quick: str = "fake:latency_ms=10") -> Path:
@@ -17,3 +21,12 @@ def team_file(folder: Path, slow: str, quick: str = "fake:latency_ms=10") -> Pat
     config = {"agents": agents, "judge": {"id": "judge", "model": "fake"}, "debate": {"rounds": 1}}
     path.write_text(json.dumps(config))
     return path
+
+
+def run_team(client: Any, team: Path, thread: str = "t") -> Any:
+    """Start a debate of ``team`` on the viewer behind ``client`` (a TestClient), as its start form does; return
+    the viewer's runs."""
+    context = Context(config_file=str(team))
+    runs = client.app.state.runs
+    client.portal.call(runs.start, thread, settle(context).intake("Pick a queue"), context, None)
+    return runs
