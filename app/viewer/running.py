@@ -3,9 +3,10 @@
 A run holds its thread's lock (``athread_lock``) like ``debate run`` does, so
 a debate another process runs is refused, and the list shows this one running.
 It streams until the graph ends or pauses on a question (its calls' tokens
-too: ``drafts``); the page then shows the question with a form. A failure is kept as a message for the page, never a
-traceback. A run can be stopped from its page: it is cancelled as Ctrl-C
-cancels ``debate run``, its finished calls kept, and it resumes from there.
+too: ``drafts``); the page then shows the question with a form. A failure is
+kept as a message for the page, never a traceback. A run can be stopped from its
+page: it is cancelled as Ctrl-C cancels ``debate run``, its finished calls kept,
+and it resumes from there.
 
 A person's answer is kept in the debate's database the moment it is sent
 (``app/store/answers.py``), whether or not the run has paused yet: a question
