@@ -66,7 +66,7 @@ def test_a_fast_agents_proposal_shows_while_the_slow_one_still_works(
     client: TestClient, team: Path
 ) -> None:
     runs = run_team(client, team)
-    live = until(client, "/debates/t/live", "proposal by quick")
+    live = until(client, "/debates/t/live", "proposal by quick, landed")  # not its draft: landed
     shown = text_of(live)
     assert "Working now: propose, round 1" in shown and "At work: slow" in shown
     assert set(landed_proposals(live)) == {"quick"}  # the slow agent's call is still out
